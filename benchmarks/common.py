@@ -1,0 +1,246 @@
+"""Shared helpers for the benchmark scripts: corpus loading, timing, memory, tables.
+
+Standard library only (psutil/numpy are not needed here), so `train.py` workers
+start fast and their peak RSS is mostly the library under test. Not collected
+by pytest; nothing here asserts on timings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+EOT = "<|endoftext|>"
+GPT2_PAT = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+CORPUS_DIR = Path(os.environ.get("BYTEPAIR_CORPUS_DIR", "/work/cache/corpus"))
+SHARED = Path(os.environ.get("BYTEPAIR_SHARED_DIR", "/work/shared"))
+CS336_DATA = SHARED / "data" / "cs336"
+GPT2_VOCAB = CS336_DATA / "gpt2_vocab.json"
+GPT2_MERGES = CS336_DATA / "gpt2_merges.txt"
+TIKTOKEN_CACHE = CS336_DATA / "tiktoken_cache"
+PYREF_TRAIN = SHARED / "bench" / "pyref_train.py"
+
+MB = 1e6  # throughput is reported in 10^6 bytes, like the peer results
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment for a child process that limits every peer's thread pool."""
+    env = dict(os.environ)
+    n = str(threads)
+    env.update(
+        RAYON_NUM_THREADS=n,
+        RAYON_RS_NUM_CPUS=n,
+        OMP_NUM_THREADS=n,
+        TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
+        PYTHONHASHSEED="0",
+        TIKTOKEN_CACHE_DIR=str(TIKTOKEN_CACHE),
+    )
+    return env
+
+
+def bytepair_import_error(python: str = sys.executable) -> str | None:
+    """None if `import bytepair` works in a fresh interpreter, else the error's last line."""
+    proc = subprocess.run(
+        [python, "-c", "import bytepair"], capture_output=True, text=True, cwd="/"
+    )
+    if proc.returncode == 0:
+        return None
+    lines = proc.stderr.strip().splitlines()
+    return lines[-1] if lines else f"exit code {proc.returncode}"
+
+
+# ---------------------------------------------------------------- documents
+
+
+def iter_docs(path: str | os.PathLike, block: int = 8 << 20):
+    """Yield the pieces of `text.split(EOT)` while reading the file in blocks."""
+    rest = ""
+    with open(path, encoding="utf-8") as f:
+        while buf := f.read(block):
+            parts = (rest + buf).split(EOT)
+            rest = parts.pop()
+            yield from parts
+    yield rest
+
+
+def load_docs(path, limit_bytes: int | None = None) -> tuple[list[str], int]:
+    """Documents from the start of `path` up to the first boundary at or past `limit_bytes`.
+
+    Returns the documents and their total UTF-8 size (separators not counted).
+    """
+    docs, n_bytes = [], 0
+    for doc in iter_docs(path):
+        docs.append(doc)
+        n_bytes += len(doc.encode("utf-8"))
+        if limit_bytes and n_bytes >= limit_bytes:
+            break
+    return docs, n_bytes
+
+
+def batches(items, n: int):
+    """Lists of `n` consecutive items from any iterable (the last may be shorter)."""
+    batch = []
+    for x in items:
+        batch.append(x)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def chunks_by_bytes(docs: list[str], target_bytes: int) -> list[list[str]]:
+    """Group documents into consecutive batches of about `target_bytes` characters."""
+    out, cur, n = [], [], 0
+    for d in docs:
+        cur.append(d)
+        n += len(d)
+        if n >= target_bytes:
+            out.append(cur)
+            cur, n = [], 0
+    if cur:
+        out.append(cur)
+    return out
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character table (HF ByteLevel uses the same)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
+    table, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+# ---------------------------------------------------------------- time and memory
+
+
+class Timer:
+    """`with Timer() as t: ...` then `t.s` holds the elapsed seconds."""
+
+    def __enter__(self):
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.s = time.perf_counter() - self._t0
+
+
+def _proc_status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def rss_mb() -> float:
+    """Current resident set size of this process, MiB."""
+    kb = _proc_status_kb("VmRSS")
+    return kb / 1024 if kb is not None else float("nan")
+
+
+def peak_rss_mb() -> float:
+    """Peak RSS since start or since the last `reset_peak_rss()`, MiB."""
+    kb = _proc_status_kb("VmHWM")
+    if kb is None:
+        import resource
+
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024
+
+
+def reset_peak_rss() -> bool:
+    """Reset VmHWM to the current RSS (Linux >= 4.0); False if not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def run_child(cmd: list[str], env: dict, timeout_s: float) -> dict:
+    """Run `cmd` in a fresh process; collect wall time, peak RSS and RESULT lines.
+
+    Peak RSS comes from `os.wait4` on that child alone (Linux folds in the child's
+    own waited-for children, so a multi-process tool reports its largest process,
+    as `/usr/bin/time -v` does).
+    """
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
+        deadline = t0 + timeout_s
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.05)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    results = [json.loads(line[7:]) for line in stdout.splitlines() if line.startswith("RESULT ")]
+    return dict(rc=proc.returncode, wall_s=wall, peak_rss_mb=usage.ru_maxrss / 1024,
+                results=results, stdout=stdout, stderr=stderr,
+                timed_out=time.perf_counter() > deadline)
+
+
+def emit(**fields) -> None:
+    """One machine-readable result line for the parent process."""
+    print("RESULT " + json.dumps(fields), flush=True)
+
+
+# ---------------------------------------------------------------- tables
+
+
+def fmt(x, digits: int = 2) -> str:
+    if x is None or x == "":
+        return ""
+    if isinstance(x, float):
+        if x != x:
+            return "n/a"
+        return f"{x:,.{digits}f}"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return str(x)
+
+
+def print_table(headers: list[str], rows: list[list], title: str | None = None) -> None:
+    """Plain fixed-width table: text columns left-aligned, numbers right-aligned."""
+    cells = [[fmt(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    numeric = [all(isinstance(r[i], (int, float)) or r[i] in (None, "") for r in rows)
+               for i in range(len(headers))]
+
+    def line(items):
+        return "  ".join(s.rjust(w) if num else s.ljust(w)
+                         for s, w, num in zip(items, widths, numeric)).rstrip()
+
+    if title:
+        print(f"\n{title}")
+    print(line(headers))
+    print(line(["-" * w for w in widths]))
+    for r in cells:
+        print(line(r))
+    sys.stdout.flush()

@@ -1,0 +1,333 @@
+//! Counting, the pure per-shard step of training: (file, byte range) or texts → word counts.
+//! A file is read in chunks cut only where the cut cannot change the result (`Specials::safe_cut`),
+//! decoded (invalid UTF-8 replaced or refused), pretokenized and counted on `num_threads` threads,
+//! and the per-thread tables are merged. Memory is bounded by the table plus a few chunks in flight.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Mutex};
+
+use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
+use crate::FastMap;
+
+/// Errors of the counting stage.
+#[derive(Debug, thiserror::Error)]
+pub enum CountError {
+    /// Reading the input failed.
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    /// Invalid UTF-8 in strict mode.
+    #[error("{path}: invalid UTF-8 at byte offset {offset}")]
+    InvalidUtf8 { path: PathBuf, offset: u64 },
+    /// The pattern or the special tokens are bad, or the pattern failed.
+    #[error(transparent)]
+    Pretokenize(#[from] PretokenizeError),
+    /// The progress callback asked to stop (e.g. Ctrl-C).
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// Distinct pretokens (as UTF-8 bytes) and how often each occurs.
+#[derive(Default, Debug, Clone)]
+pub struct WordCounts {
+    /// Word → count; counts are u64 so that no corpus overflows them.
+    pub map: FastMap<Box<[u8]>, u64>,
+}
+
+impl WordCounts {
+    /// Adds every count of `other` into `self`.
+    pub fn merge(&mut self, other: WordCounts) {
+        if self.map.len() < other.map.len() {
+            let mine = std::mem::replace(&mut self.map, other.map);
+            self.merge(WordCounts { map: mine });
+            return;
+        }
+        for (word, n) in other.map {
+            *self.map.entry(word).or_insert(0) += n;
+        }
+    }
+
+    /// Counts the pretokens of `text` (no special-token handling).
+    #[inline]
+    fn add_text(&mut self, text: &str, pretok: &Pretokenizer) -> Result<(), PretokenizeError> {
+        pretok.for_each(text, |word| {
+            if let Some(n) = self.map.get_mut(word.as_bytes()) {
+                *n += 1;
+            } else {
+                self.map.insert(word.as_bytes().into(), 1);
+            }
+        })
+    }
+
+    /// Counts the words of `text`: split on special tokens (never counted), then pretokenized.
+    pub fn add_document(
+        &mut self,
+        text: &str,
+        specials: &Specials,
+        pretok: &Pretokenizer,
+    ) -> Result<(), PretokenizeError> {
+        let mut result = Ok(());
+        specials.for_each_piece(text, |piece| {
+            if let (Piece::Text(t), Ok(())) = (piece, &result) {
+                result = self.add_text(t, pretok);
+            }
+        });
+        result
+    }
+}
+
+/// How to read and count.
+pub struct CountConfig {
+    /// Special tokens: hard boundaries, never counted.
+    pub specials: Specials,
+    /// The pretokenizer.
+    pub pretok: Pretokenizer,
+    /// Fail on invalid UTF-8 instead of replacing it with U+FFFD.
+    pub strict: bool,
+    /// Target chunk size in bytes (a chunk grows past it only until a safe cut is found).
+    pub chunk_size: usize,
+    /// Worker threads.
+    pub num_threads: usize,
+}
+
+/// What counting a file saw.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct CountStats {
+    /// Bytes read.
+    pub n_bytes: u64,
+    /// Invalid UTF-8 sequences replaced by U+FFFD.
+    pub n_replaced: u64,
+}
+
+/// Decodes `raw` into `out`, replacing each maximal invalid subsequence by U+FFFD (as Python's
+/// `errors="replace"` does). Returns the number replaced, or the offset of the first invalid byte
+/// when `strict`.
+fn decode_into(raw: &[u8], out: &mut String, strict: bool) -> Result<u64, usize> {
+    let mut rest = raw;
+    let mut n_replaced = 0;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                return Ok(n_replaced);
+            }
+            Err(e) => {
+                let valid = e.valid_up_to();
+                if strict {
+                    return Err(raw.len() - rest.len() + valid);
+                }
+                // SAFETY-free: from_utf8 said the prefix is valid.
+                out.push_str(std::str::from_utf8(&rest[..valid]).unwrap_or_default());
+                out.push('\u{FFFD}');
+                n_replaced += 1;
+                let skip = e.error_len().unwrap_or(rest.len() - valid);
+                rest = &rest[valid + skip..];
+            }
+        }
+    }
+}
+
+/// Where raw bytes may be cut for decoding: before the last ASCII byte (an ASCII byte is never
+/// part of an invalid sequence, so both sides decode as the whole would).
+fn decode_cut(raw: &[u8]) -> usize {
+    raw.iter().rposition(|&b| b < 0x80).unwrap_or(0)
+}
+
+/// Counts the words of bytes `start..end` of `path` (the whole file for `0..u64::MAX`).
+/// `start` and `end` must be safe cuts (0, the end, or cuts `safe_cut` would choose).
+/// `progress(n)` is called after each chunk with the bytes read so far; an error stops.
+pub fn count_file(
+    path: &Path,
+    start: u64,
+    end: u64,
+    config: &CountConfig,
+    progress: &mut dyn FnMut(u64) -> bool,
+) -> Result<(WordCounts, CountStats), CountError> {
+    let io_err = |source| CountError::Io { path: path.to_owned(), source };
+    let mut file = File::open(path).map_err(io_err)?;
+    file.seek(SeekFrom::Start(start)).map_err(io_err)?;
+    let mut reader = file.take(end.saturating_sub(start));
+    let mut stats = CountStats::default();
+    let (tx, rx) = mpsc::sync_channel::<String>(config.num_threads.max(1));
+    let rx = Mutex::new(rx);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..config.num_threads.max(1))
+            .map(|_| scope.spawn(|| count_chunks(&rx, config)))
+            .collect();
+        let read = read_chunks(&mut reader, config, &mut stats, start, progress, &tx)
+            .map_err(|e| match e {
+                ReadError::Io(source) => io_err(source),
+                ReadError::InvalidUtf8(offset) => {
+                    CountError::InvalidUtf8 { path: path.to_owned(), offset }
+                }
+                ReadError::Interrupted => CountError::Interrupted,
+            });
+        drop(tx);
+        let mut total = WordCounts::default();
+        let mut first_err = read.err();
+        for w in workers {
+            match w.join() {
+                Ok(Ok(counts)) => total.merge(counts),
+                Ok(Err(e)) => first_err = first_err.or(Some(e.into())),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok((total, stats)),
+        }
+    })
+}
+
+enum ReadError {
+    Io(std::io::Error),
+    InvalidUtf8(u64),
+    Interrupted,
+}
+
+/// Reads, decodes and cuts the input into chunks, sending each to the workers.
+fn read_chunks(
+    reader: &mut impl Read,
+    config: &CountConfig,
+    stats: &mut CountStats,
+    start: u64,
+    progress: &mut dyn FnMut(u64) -> bool,
+    tx: &mpsc::SyncSender<String>,
+) -> Result<(), ReadError> {
+    let chunk_size = config.chunk_size.max(1);
+    let mut raw: Vec<u8> = Vec::new();
+    let mut text = String::new();
+    let mut target = chunk_size;
+    let mut decoded_upto = start;
+    loop {
+        let old = raw.len();
+        raw.resize(old + chunk_size, 0);
+        let n = read_full(reader, &mut raw[old..]).map_err(ReadError::Io)?;
+        raw.truncate(old + n);
+        stats.n_bytes += n as u64;
+        let eof = n == 0;
+        let cut = if eof { raw.len() } else { decode_cut(&raw) };
+        stats.n_replaced += decode_into(&raw[..cut], &mut text, config.strict)
+            .map_err(|off| ReadError::InvalidUtf8(decoded_upto + off as u64))?;
+        decoded_upto += cut as u64;
+        raw.drain(..cut);
+        if eof {
+            if !text.is_empty() {
+                let _ = tx.send(text);
+            }
+            progress(stats.n_bytes);
+            return Ok(());
+        }
+        if text.len() >= target {
+            match config.specials.safe_cut(&text, &config.pretok) {
+                Some(p) => {
+                    let rest = text[p..].to_owned();
+                    text.truncate(p);
+                    if tx.send(std::mem::replace(&mut text, rest)).is_err() {
+                        return Ok(()); // a worker failed; its error is reported by the caller
+                    }
+                    target = chunk_size;
+                }
+                None => target = text.len() + chunk_size,
+            }
+        }
+        if !progress(stats.n_bytes) {
+            return Err(ReadError::Interrupted);
+        }
+    }
+}
+
+/// Reads until `buf` is full or the input ends.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// A worker: counts chunks from the channel until it closes.
+fn count_chunks(
+    rx: &Mutex<mpsc::Receiver<String>>,
+    config: &CountConfig,
+) -> Result<WordCounts, PretokenizeError> {
+    let mut counts = WordCounts::default();
+    loop {
+        let next = match rx.lock() {
+            Ok(guard) => guard.recv(),
+            Err(_) => return Ok(counts),
+        };
+        let Ok(chunk) = next else { return Ok(counts) };
+        counts.add_document(&chunk, &config.specials, &config.pretok)?;
+    }
+}
+
+/// Counts the words of independent texts (no pretoken spans two texts) on `num_threads` threads.
+pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts, PretokenizeError> {
+    let n = config.num_threads.max(1).min(texts.len().max(1));
+    let per = texts.len().div_ceil(n).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = texts
+            .chunks(per)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut counts = WordCounts::default();
+                    for t in part {
+                        counts.add_document(t, &config.specials, &config.pretok)?;
+                    }
+                    Ok::<_, PretokenizeError>(counts)
+                })
+            })
+            .collect();
+        let mut total = WordCounts::default();
+        for w in workers {
+            match w.join() {
+                Ok(counts) => total.merge(counts?),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        Ok(total)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_replaces_maximal_subparts() {
+        let mut out = String::new();
+        let n = decode_into(b"a\xffb\xe2\x82c\xf0\x9f\x99", &mut out, false).unwrap();
+        assert_eq!(out, "a\u{FFFD}b\u{FFFD}c\u{FFFD}");
+        assert_eq!(n, 3);
+        assert_eq!(decode_into(b"ab\xff", &mut String::new(), true), Err(2));
+    }
+
+    #[test]
+    fn chunk_size_does_not_change_counts() {
+        let dir = std::env::temp_dir().join(format!("bytepair-count-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.txt");
+        let text = "the cat<|e|>  sat\n\non the mat's  mat<|e|>é 12 ab".repeat(50);
+        std::fs::write(&path, &text).unwrap();
+        let config = |chunk_size, num_threads| CountConfig {
+            specials: Specials::new(&["<|e|>"]).unwrap(),
+            pretok: Pretokenizer::Gpt2,
+            strict: true,
+            chunk_size,
+            num_threads,
+        };
+        let whole = count_file(&path, 0, u64::MAX, &config(1 << 20, 1), &mut |_| true).unwrap().0;
+        for (size, threads) in [(1, 1), (3, 2), (17, 2), (64, 1)] {
+            let got = count_file(&path, 0, u64::MAX, &config(size, threads), &mut |_| true).unwrap().0;
+            assert_eq!(got.map, whole.map, "chunk size {size}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,369 @@
+//! The encoder (SPEC §2): special tokens, then the shared pretokenizer, then BPE of each pretoken
+//! by merge rank; and decoding ids back to bytes. Every table is built once, in `Encoder::new`.
+//!
+//! BPE of a pretoken repeatedly merges all occurrences (left to right) of the adjacent pair of
+//! lowest merge rank, as GPT-2's `bpe()` does. Short pretokens use the plain O(n²) loop; long ones
+//! a heap over a linked list, O(n log n), so a 1 MB pretoken of one letter takes milliseconds.
+//! Performance notes: a per-call cache maps a pretoken's bytes to its ids (bounded, cleared when
+//! full); `encode_batch` gives each worker its own cache, so the encoder itself is immutable.
+
+use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+
+use rayon::prelude::*;
+
+use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
+use crate::train::{Pair, TokenId};
+use crate::FastMap;
+
+/// Errors of the encoder.
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    /// The vocabulary lacks a single byte.
+    #[error("the vocabulary has no token for byte {0:#04x}; a byte-level vocabulary needs all 256")]
+    MissingByte(u8),
+    /// A merge names a token that is not in the vocabulary.
+    #[error("merge {rank} ({left:?}, {right:?}): {missing:?} is not in the vocabulary")]
+    BadMerge { rank: usize, left: Vec<u8>, right: Vec<u8>, missing: Vec<u8> },
+    /// Two ids share one byte string.
+    #[error("token ids {0} and {1} have the same bytes")]
+    DuplicateToken(TokenId, TokenId),
+    /// An id is not in the vocabulary.
+    #[error("{0}")]
+    UnknownId(TokenId),
+    /// Pretokenization failed.
+    #[error(transparent)]
+    Pretokenize(#[from] PretokenizeError),
+    /// Building the thread pool failed.
+    #[error("could not start worker threads: {0}")]
+    Threads(String),
+}
+
+/// Pretokens longer than this (in bytes) use the heap algorithm.
+const SHORT: usize = 64;
+/// The pretoken cache is cleared when it holds this many entries.
+const CACHE_ENTRIES: usize = 1 << 16;
+/// Pretokens longer than this are not cached.
+const CACHE_MAX_LEN: usize = 128;
+
+/// An immutable byte-level BPE encoder.
+pub struct Encoder {
+    pretok: Pretokenizer,
+    /// All special tokens, as (text, id).
+    special_list: Vec<(String, TokenId)>,
+    /// A matcher for all of them.
+    all_specials: SpecialSet,
+    byte_ids: [TokenId; 256],
+    /// (left, right) → (rank, merged id).
+    ranks: FastMap<Pair, (u32, TokenId)>,
+    /// Bytes of each id (None where an id is unused).
+    decoder: Vec<Option<Box<[u8]>>>,
+}
+
+/// Special tokens that are matched in a call, with their ids.
+pub struct SpecialSet {
+    matcher: Specials,
+    ids: Vec<TokenId>,
+}
+
+/// A cache of pretoken bytes → ids, owned by one caller (one thread).
+#[derive(Default)]
+pub struct Cache<'t> {
+    map: FastMap<&'t [u8], (u32, u32)>,
+    ids: Vec<TokenId>,
+}
+
+impl Encoder {
+    /// Builds the encoder from (id, bytes) pairs, merges as byte pairs in rank order, and special
+    /// tokens as (text, id).
+    pub fn new(
+        vocab: Vec<(TokenId, Vec<u8>)>,
+        merges: Vec<(Vec<u8>, Vec<u8>)>,
+        specials: Vec<(String, TokenId)>,
+        pattern: &str,
+    ) -> Result<Self, EncodeError> {
+        let ids = vocab.iter().map(|(id, _)| *id).chain(specials.iter().map(|(_, id)| *id));
+        let max_id = ids.map(|id| id as usize + 1).max().unwrap_or(0);
+        let mut decoder: Vec<Option<Box<[u8]>>> = vec![None; max_id];
+        let mut id_of: FastMap<Vec<u8>, TokenId> = FastMap::default();
+        for (id, bytes) in vocab {
+            if let Some(&other) = id_of.get(&bytes) {
+                if other != id {
+                    return Err(EncodeError::DuplicateToken(other, id));
+                }
+            }
+            decoder[id as usize] = Some(bytes.clone().into_boxed_slice());
+            id_of.insert(bytes, id);
+        }
+        for (text, id) in &specials {
+            decoder[*id as usize].get_or_insert_with(|| text.as_bytes().into());
+        }
+        let mut byte_ids = [0; 256];
+        for b in 0..=255u8 {
+            byte_ids[b as usize] = *id_of.get(&vec![b]).ok_or(EncodeError::MissingByte(b))?;
+        }
+        let mut ranks = FastMap::default();
+        for (rank, (left, right)) in merges.into_iter().enumerate() {
+            let joined = [left.as_slice(), right.as_slice()].concat();
+            let find = |bytes: &Vec<u8>| {
+                id_of.get(bytes).copied().ok_or_else(|| EncodeError::BadMerge {
+                    rank,
+                    left: left.clone(),
+                    right: right.clone(),
+                    missing: bytes.clone(),
+                })
+            };
+            let pair = (find(&left)?, find(&right)?);
+            let new = find(&joined)?;
+            ranks.entry(pair).or_insert((rank as u32, new));
+        }
+        let texts: Vec<&str> = specials.iter().map(|(t, _)| t.as_str()).collect();
+        let all_specials = SpecialSet {
+            matcher: Specials::new(&texts)?,
+            ids: specials.iter().map(|(_, id)| *id).collect(),
+        };
+        Ok(Encoder {
+            pretok: Pretokenizer::new(pattern)?,
+            special_list: specials,
+            all_specials,
+            byte_ids,
+            ranks,
+            decoder,
+        })
+    }
+
+    /// The special tokens matched in a call: `None` means all, else those named (unknown names
+    /// are an error of the caller, checked in Python).
+    pub fn special_set(&self, allowed: Option<&[String]>) -> Result<Option<SpecialSet>, EncodeError> {
+        let Some(names) = allowed else { return Ok(None) };
+        let chosen: Vec<&(String, TokenId)> =
+            self.special_list.iter().filter(|(t, _)| names.contains(t)).collect();
+        let texts: Vec<&str> = chosen.iter().map(|(t, _)| t.as_str()).collect();
+        Ok(Some(SpecialSet {
+            matcher: Specials::new(&texts)?,
+            ids: chosen.iter().map(|(_, id)| *id).collect(),
+        }))
+    }
+
+    fn resolve<'s>(&'s self, set: &'s Option<SpecialSet>) -> &'s SpecialSet {
+        set.as_ref().unwrap_or(&self.all_specials)
+    }
+
+    /// Encodes `text`, matching the special tokens of `set` (None: all of them).
+    pub fn encode(&self, text: &str, set: &Option<SpecialSet>) -> Result<Vec<TokenId>, EncodeError> {
+        let mut out = Vec::with_capacity(text.len() / 3);
+        self.encode_into(text, self.resolve(set), &mut Cache::default(), &mut out)?;
+        Ok(out)
+    }
+
+    /// Encodes `text` into `out` with a caller-owned cache.
+    fn encode_into<'t>(
+        &self,
+        text: &'t str,
+        set: &SpecialSet,
+        cache: &mut Cache<'t>,
+        out: &mut Vec<TokenId>,
+    ) -> Result<(), EncodeError> {
+        let mut result = Ok(());
+        set.matcher.for_each_piece(text, |piece| match piece {
+            Piece::Special(i) => out.push(set.ids[i]),
+            Piece::Text(t) if result.is_ok() => {
+                result = self.pretok.for_each(t, |word| self.encode_word(word.as_bytes(), cache, out));
+            }
+            Piece::Text(_) => {}
+        });
+        Ok(result?)
+    }
+
+    /// Encodes the longest prefix of `text` that can be encoded without seeing what follows it;
+    /// returns its ids and its length in bytes (0 if there is no such prefix yet).
+    pub fn encode_prefix(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+    ) -> Result<(Vec<TokenId>, usize), EncodeError> {
+        match self.resolve(set).matcher.safe_cut(text, &self.pretok) {
+            Some(p) => Ok((self.encode(&text[..p], set)?, p)),
+            None => Ok((Vec::new(), 0)),
+        }
+    }
+
+    /// Encodes each text, on `num_threads` threads.
+    pub fn encode_batch(
+        &self,
+        texts: &[String],
+        set: &Option<SpecialSet>,
+        num_threads: usize,
+    ) -> Result<Vec<Vec<TokenId>>, EncodeError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(num_threads.max(1))
+            .build()
+            .map_err(|e| EncodeError::Threads(e.to_string()))?;
+        let set = self.resolve(set);
+        pool.install(|| {
+            texts
+                .par_iter()
+                .map_init(Cache::default, |cache, text| {
+                    let mut out = Vec::with_capacity(text.len() / 3);
+                    self.encode_into(text, set, cache, &mut out)?;
+                    Ok(out)
+                })
+                .collect()
+        })
+    }
+
+    /// BPE of one pretoken, appended to `out`.
+    #[inline]
+    fn encode_word<'t>(&self, word: &'t [u8], cache: &mut Cache<'t>, out: &mut Vec<TokenId>) {
+        if word.len() == 1 {
+            out.push(self.byte_ids[word[0] as usize]);
+            return;
+        }
+        if word.len() <= CACHE_MAX_LEN {
+            if let Some(&(s, l)) = cache.map.get(word) {
+                out.extend_from_slice(&cache.ids[s as usize..(s + l) as usize]);
+                return;
+            }
+        }
+        let start = out.len();
+        let mut tokens: Vec<TokenId> = word.iter().map(|&b| self.byte_ids[b as usize]).collect();
+        if word.len() <= SHORT {
+            self.merge_short(&mut tokens);
+        } else {
+            tokens = self.merge_long(&tokens);
+        }
+        out.extend_from_slice(&tokens);
+        if word.len() <= CACHE_MAX_LEN {
+            if cache.map.len() >= CACHE_ENTRIES {
+                cache.map.clear();
+                cache.ids.clear();
+            }
+            let s = cache.ids.len() as u32;
+            cache.ids.extend_from_slice(&out[start..]);
+            cache.map.insert(word, (s, (out.len() - start) as u32));
+        }
+    }
+
+    /// The plain loop: find the lowest-rank pair, merge all its occurrences, repeat.
+    fn merge_short(&self, tokens: &mut Vec<TokenId>) {
+        loop {
+            let best = tokens
+                .windows(2)
+                .filter_map(|p| self.ranks.get(&(p[0], p[1])))
+                .min_by_key(|(rank, _)| *rank);
+            let Some(&(rank, new)) = best else { return };
+            let mut j = 0;
+            let mut i = 0;
+            while i < tokens.len() {
+                if i + 1 < tokens.len() && self.ranks.get(&(tokens[i], tokens[i + 1])).map(|r| r.0) == Some(rank) {
+                    tokens[j] = new;
+                    i += 2;
+                } else {
+                    tokens[j] = tokens[i];
+                    i += 1;
+                }
+                j += 1;
+            }
+            tokens.truncate(j);
+        }
+    }
+
+    /// The same result in O(n log n): a heap of (rank, position) over a linked list. All entries
+    /// of one rank are merged before pairs they create are queued, as in the plain loop.
+    fn merge_long(&self, tokens: &[TokenId]) -> Vec<TokenId> {
+        let n = tokens.len();
+        let mut tok = tokens.to_vec();
+        let mut next: Vec<usize> = (1..=n).collect();
+        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+        let mut alive = vec![true; n];
+        let mut heap = BinaryHeap::new();
+        let rank_at = |tok: &[TokenId], next: &[usize], i: usize| -> Option<u32> {
+            let j = next[i];
+            (j < n).then(|| self.ranks.get(&(tok[i], tok[j])).map(|r| r.0)).flatten()
+        };
+        for i in 0..n {
+            if let Some(r) = rank_at(&tok, &next, i) {
+                heap.push(Reverse((r, i, tok[i], tok[next[i]])));
+            }
+        }
+        let mut pending = Vec::new();
+        while let Some(Reverse((rank, _, _, _))) = heap.peek().copied() {
+            while let Some(&Reverse((r, i, a, b))) = heap.peek() {
+                if r != rank {
+                    break;
+                }
+                heap.pop();
+                let j = next[i];
+                if !alive[i] || j >= n || tok[i] != a || tok[j] != b {
+                    continue; // stale
+                }
+                tok[i] = self.ranks[&(a, b)].1;
+                alive[j] = false;
+                next[i] = next[j];
+                if next[i] < n {
+                    prev[next[i]] = i;
+                }
+                pending.push(i);
+                if prev[i] < n {
+                    pending.push(prev[i]);
+                }
+            }
+            for i in pending.drain(..) {
+                if alive[i] {
+                    if let Some(r) = rank_at(&tok, &next, i) {
+                        heap.push(Reverse((r, i, tok[i], tok[next[i]])));
+                    }
+                }
+            }
+        }
+        (0..n).filter(|&i| alive[i]).map(|i| tok[i]).collect()
+    }
+
+    /// The bytes of `ids`, concatenated.
+    pub fn decode_bytes(&self, ids: &[TokenId]) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            match self.decoder.get(id as usize) {
+                Some(Some(bytes)) => out.extend_from_slice(bytes),
+                _ => return Err(EncodeError::UnknownId(id)),
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::GPT2_PATTERN;
+
+    fn toy() -> Encoder {
+        let mut vocab: Vec<(TokenId, Vec<u8>)> = (0..=255u8).map(|b| (b as TokenId, vec![b])).collect();
+        let merges = vec![(b"a".to_vec(), b"a".to_vec()), (b"aa".to_vec(), b"aa".to_vec())];
+        vocab.push((256, b"aa".to_vec()));
+        vocab.push((257, b"aaaa".to_vec()));
+        Encoder::new(vocab, merges, vec![("<s>".into(), 258)], GPT2_PATTERN).unwrap()
+    }
+
+    #[test]
+    fn long_and_short_words_agree() {
+        let enc = toy();
+        for n in [2, 3, 5, 63, 64, 65, 200, 1001] {
+            let word: Vec<TokenId> = vec![b'a' as TokenId; n];
+            let mut short = word.clone();
+            enc.merge_short(&mut short);
+            assert_eq!(enc.merge_long(&word), short, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn specials_and_decode() {
+        let enc = toy();
+        let ids = enc.encode("aaaaa<s>a", &None).unwrap();
+        assert_eq!(ids, [257, 97, 258, 97]);
+        let none = enc.special_set(Some(&[])).unwrap();
+        assert_eq!(enc.encode("a<s>", &none).unwrap(), [97, 60, 115, 62]);
+        assert_eq!(enc.decode_bytes(&ids).unwrap(), b"aaaaa<s>a");
+        assert!(matches!(enc.decode_bytes(&[999]), Err(EncodeError::UnknownId(999))));
+    }
+}

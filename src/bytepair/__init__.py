@@ -1,0 +1,22 @@
+"""bytepair: exact, fast, memory-bounded byte-level BPE (CS336 semantics) with a Rust core."""
+
+from .encoding import Tokenizer
+from .io import load, save
+from .patterns import GPT2_PATTERN
+from .pretokenize import WordCounts, count_files, count_texts
+from .train import train, train_bpe, train_from_counts, train_from_iterator
+
+__all__ = [
+    "GPT2_PATTERN",
+    "Tokenizer",
+    "WordCounts",
+    "count_files",
+    "count_texts",
+    "load",
+    "save",
+    "train",
+    "train_bpe",
+    "train_from_counts",
+    "train_from_iterator",
+]
+__version__ = "0.1.0"

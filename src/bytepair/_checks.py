@@ -1,0 +1,58 @@
+"""Argument checks shared by training and encoding: each error says what was passed and how to fix it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
+    """A list of distinct, non-empty special-token strings."""
+    if special_tokens is None:
+        return []
+    if isinstance(special_tokens, (str, bytes)):
+        raise TypeError(
+            f"special_tokens must be a list of strings, got the single string {special_tokens!r}; "
+            f"write [{special_tokens!r}]"
+        )
+    tokens = list(special_tokens)
+    seen: set[str] = set()
+    for token in tokens:
+        if not isinstance(token, str):
+            raise TypeError(f"special tokens must be strings, got {token!r}")
+        if not token:
+            raise ValueError("special tokens must not be empty; remove the empty string")
+        if token in seen:
+            raise ValueError(f"special token {token!r} is given twice; list each token once")
+        seen.add(token)
+    return tokens
+
+
+def check_num_threads(num_threads: int | None) -> int:
+    """A positive thread count; None means every core this process may use."""
+    if num_threads is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:
+            return os.cpu_count() or 1
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+    return num_threads
+
+
+def check_input_files(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
+    """Existing, readable regular files; the error names the first that is not."""
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    paths = [Path(p) for p in inputs]
+    if not paths:
+        raise ValueError("no input files given")
+    for path in paths:
+        if not path.exists():
+            raise FileNotFoundError(f"input file not found: {path}")
+        if path.is_dir():
+            raise IsADirectoryError(f"input is a directory, not a text file: {path}")
+        if not os.access(path, os.R_OK):
+            raise PermissionError(f"input file is not readable: {path} (check its permissions)")
+    return paths

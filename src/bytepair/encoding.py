@@ -1,0 +1,326 @@
+"""The Tokenizer (SPEC §2): encode and decode with a vocabulary, merges and special tokens.
+Python decides policy (which special tokens are allowed, what is an error); the Rust `Encoder`
+does all the work, with the same pretokenizer as training. It never trains.
+
+Special tokens: by default (CS336) every special token of the tokenizer is matched in `encode`.
+For tiktoken's strict mode pass `allowed_special=set(), disallowed_special="all"`: text that
+contains a special token then raises ValueError.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import Literal
+
+from . import _core
+from ._checks import check_num_threads, check_special_tokens
+from .patterns import resolve_pattern
+
+AllowedSpecial = Literal["all"] | Collection[str]
+
+#: encode_iterable hands the core this many characters at a time (at least).
+_STREAM_CHARS = 1 << 16
+
+
+def _fix_surrogates(text: str) -> str:
+    """Lone surrogates cannot be UTF-8; like tiktoken, replace each with U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer.
+
+    `vocab` maps ids to bytes (it must hold all 256 single bytes), `merges` lists byte pairs in
+    creation order; special tokens not in `vocab` get the next free ids, in the order given.
+
+    >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
+    >>> tok.encode("abc")
+    [256, 99]
+    """
+
+    def __init__(
+        self,
+        vocab: dict[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] | None = None,
+        *,
+        pattern: str = "gpt2",
+    ):
+        specials = check_special_tokens(special_tokens)
+        self._vocab = _check_vocab(vocab)
+        self._merges = [(bytes(a), bytes(b)) for a, b in merges]
+        id_of = {b: i for i, b in sorted(self._vocab.items(), reverse=True)}
+        next_id = max(self._vocab, default=-1) + 1
+        self._special_ids: dict[str, int] = {}
+        for token in specials:
+            raw = token.encode("utf-8")
+            if raw not in id_of:
+                id_of[raw] = next_id
+                self._vocab[next_id] = raw
+                next_id += 1
+            self._special_ids[token] = id_of[raw]
+        self.pattern = resolve_pattern(pattern)
+        self._core = _core.Encoder(
+            list(self._vocab.items()), self._merges, list(self._special_ids.items()), self.pattern
+        )
+
+    @classmethod
+    def from_files(
+        cls,
+        vocab_filepath: str | os.PathLike,
+        merges_filepath: str | os.PathLike,
+        special_tokens: Iterable[str] | None = None,
+        *,
+        pattern: str = "gpt2",
+    ) -> Tokenizer:
+        """Reads GPT-2-format `vocab.json` and `merges.txt` (SPEC §3).
+
+        >>> tok = Tokenizer.from_files("vocab.json", "merges.txt", ["<|endoftext|>"])  # doctest: +SKIP
+        """
+        from .io import read_gpt2
+
+        specials = check_special_tokens(special_tokens)
+        vocab, merges = read_gpt2(vocab_filepath, merges_filepath, specials)
+        return cls(vocab, merges, specials, pattern=pattern)
+
+    # --- what the tokenizer is -------------------------------------------------------------
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """Id → bytes, special tokens included (a copy)."""
+        return dict(self._vocab)
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """Merges in creation order (a copy)."""
+        return list(self._merges)
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """Special token → id, in the order given."""
+        return dict(self._special_ids)
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        """The special tokens, as tiktoken names them."""
+        return set(self._special_ids)
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id (tiktoken's meaning)."""
+        return max(self._vocab) + 1
+
+    def __repr__(self) -> str:
+        return (
+            f"<bytepair.Tokenizer n_vocab={self.n_vocab} merges={len(self._merges)} "
+            f"special_tokens={list(self._special_ids)}>"
+        )
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Writes `vocab.json`, `merges.txt` and `bytepair.model` into `directory` (atomically)."""
+        from .io import save
+
+        save(self, directory)
+
+    # --- encoding ----------------------------------------------------------------------------
+    def _policy(self, allowed_special: AllowedSpecial,
+                disallowed_special: AllowedSpecial) -> tuple[list[str] | None, frozenset[str]]:
+        """(special tokens to match, None meaning all; special tokens that must not occur)."""
+        known = set(self._special_ids)
+        allowed = known if allowed_special == "all" else set(allowed_special)
+        unknown = allowed - known
+        if unknown:
+            raise ValueError(
+                f"allowed_special names {sorted(unknown)!r}, which are not special tokens of this "
+                f"tokenizer ({sorted(known)!r})"
+            )
+        disallowed = known - allowed if disallowed_special == "all" else set(disallowed_special)
+        return (None if allowed == known else sorted(allowed)), frozenset(disallowed)
+
+    @staticmethod
+    def _refuse(text: str, disallowed: frozenset[str]) -> None:
+        """Raises ValueError (tiktoken's message) if `text` holds a disallowed special token."""
+        if not disallowed:
+            return
+        match = _special_regex(disallowed).search(text)
+        if match:
+            token = match.group()
+            raise ValueError(
+                f"Encountered text corresponding to disallowed special token {token!r}.\n"
+                f"If you want this text to be encoded as a special token, pass it to "
+                f"`allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+                f"If you want this text to be encoded as normal text, disable the check for this "
+                f"token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+                f"To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+            )
+
+    def encode(self, text: str, *, allowed_special: AllowedSpecial = "all",
+               disallowed_special: AllowedSpecial = ()) -> list[int]:
+        """Ids of `text`. By default every special token of the tokenizer is matched (CS336);
+        tiktoken's strict default is `allowed_special=set(), disallowed_special="all"`.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode("hi")
+        [104, 105]
+        """
+        text = _check_text(text)
+        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        self._refuse(text, disallowed)
+        return self._core.encode(text, allowed)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids of `text` with special-token text encoded as plain text."""
+        return self._core.encode(_check_text(text), [])
+
+    def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None,
+                     allowed_special: AllowedSpecial = "all",
+                     disallowed_special: AllowedSpecial = ()) -> list[list[int]]:
+        """`[encode(t) for t in texts]`, in parallel on `num_threads` threads (default: all)."""
+        texts = [_check_text(t) for t in texts]
+        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        for t in texts:
+            self._refuse(t, disallowed)
+        return self._core.encode_batch(texts, allowed, check_num_threads(num_threads))
+
+    def encode_ordinary_batch(self, texts: Sequence[str], *,
+                              num_threads: int | None = None) -> list[list[int]]:
+        """`[encode_ordinary(t) for t in texts]`, in parallel."""
+        texts = [_check_text(t) for t in texts]
+        return self._core.encode_batch(texts, [], check_num_threads(num_threads))
+
+    def encode_to_numpy(self, text: str, *, dtype: object = None,
+                        allowed_special: AllowedSpecial = "all",
+                        disallowed_special: AllowedSpecial = ()):
+        """Ids of `text` as a numpy array: uint16 when every id fits, else uint32 (or `dtype`:
+        uint16 or uint32).
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_to_numpy("hi").dtype
+        dtype('uint16')
+        """
+        import numpy as np
+
+        text = _check_text(text)
+        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        self._refuse(text, disallowed)
+        fits = self.n_vocab <= 1 << 16
+        wanted = np.dtype(dtype) if dtype is not None else np.dtype(np.uint16 if fits else np.uint32)
+        if wanted not in (np.uint16, np.uint32):
+            raise ValueError(f"dtype must be uint16 or uint32, got {wanted}")
+        if wanted == np.uint16 and not fits:
+            raise ValueError(f"dtype uint16 cannot hold ids up to {self.n_vocab - 1}; use uint32")
+        return self._core.encode_to_numpy(text, allowed, wanted == np.uint16)
+
+    def encode_iterable(self, iterable: Iterable[str], *, allowed_special: AllowedSpecial = "all",
+                        disallowed_special: AllowedSpecial = ()) -> Iterator[int]:
+        """Lazily yields `encode("".join(iterable))`, in constant memory: text is encoded up to
+        the last point that more text cannot change (a pretoken or special token may span items).
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        >>> list(tok.encode_iterable(["h", "i"]))
+        [104, 105]
+        """
+        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        keep = max((len(t) for t in disallowed), default=1) - 1  # a disallowed token may span a cut
+        done_tail = ""
+        pieces: list[str] = []
+        size = 0
+        threshold = _STREAM_CHARS
+        for piece in iterable:
+            pieces.append(_check_text(piece))
+            size += len(pieces[-1])
+            if size < threshold:
+                continue
+            buffer = "".join(pieces)
+            self._refuse(done_tail + buffer, disallowed)
+            ids, n_chars = self._core.encode_prefix(buffer, allowed)
+            if n_chars:
+                done_tail = buffer[max(0, n_chars - keep):n_chars] if keep else ""
+                buffer = buffer[n_chars:]
+                threshold = len(buffer) + _STREAM_CHARS
+                yield from ids
+            else:
+                threshold = 2 * len(buffer)  # no cut yet (e.g. one long word): wait for more
+            pieces, size = [buffer], len(buffer)
+        buffer = "".join(pieces)
+        self._refuse(done_tail + buffer, disallowed)
+        yield from self._core.encode(buffer, allowed)
+
+    # --- decoding ----------------------------------------------------------------------------
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The tokens' bytes, concatenated; an unknown id raises KeyError naming it."""
+        ids = _check_ids(ids)
+        try:
+            return self._core.decode_bytes(ids)
+        except KeyError as e:
+            raise KeyError(f"token id {e.args[0]} is not in the vocabulary (0..{self.n_vocab - 1})") from None
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of `ids`; malformed UTF-8 becomes U+FFFD.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode([104, 105])
+        'hi'
+        """
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:
+        """`[decode(ids) for ids in batch]`."""
+        return [self.decode(ids) for ids in batch]
+
+    def token_to_id(self, token: bytes | str) -> int:
+        """The id of one token (bytes, or a str taken as its UTF-8); KeyError if absent."""
+        raw = token.encode("utf-8") if isinstance(token, str) else bytes(token)
+        if isinstance(token, str) and token in self._special_ids:
+            return self._special_ids[token]
+        for i, b in self._vocab.items():
+            if b == raw:
+                return i
+        raise KeyError(f"{token!r} is not a token of this vocabulary")
+
+    def id_to_token(self, token_id: int) -> bytes:
+        """The bytes of one id; KeyError if absent."""
+        try:
+            return self._vocab[token_id]
+        except KeyError:
+            raise KeyError(f"token id {token_id!r} is not in the vocabulary") from None
+
+    encode_single_token = token_to_id
+    decode_single_token_bytes = id_to_token
+
+
+def _check_vocab(vocab: dict[int, bytes]) -> dict[int, bytes]:
+    if not isinstance(vocab, dict):
+        raise TypeError(f"vocab must be a dict of id -> bytes, got {type(vocab).__name__}")
+    out = {}
+    for i, b in vocab.items():
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < 1 << 31:
+            raise ValueError(f"vocab id {i!r} is not an integer in 0..2**31-1")
+        if not isinstance(b, (bytes, bytearray)):
+            raise TypeError(f"vocab[{i}] must be bytes, got {type(b).__name__}")
+        out[i] = bytes(b)
+    if out and max(out) > 4 * len(out) + (1 << 20):
+        raise ValueError(f"vocab ids are too sparse: {len(out)} tokens but ids up to {max(out)}")
+    return out
+
+
+def _check_text(text: str) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__} (decode bytes first)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _fix_surrogates(text)
+    return text
+
+
+def _check_ids(ids: Iterable[int]) -> list[int]:
+    ids = list(ids)
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < 1 << 32:
+            raise KeyError(f"token id {i!r} is not in the vocabulary")
+    return ids
+
+
+@functools.lru_cache(maxsize=64)
+def _special_regex(tokens: frozenset[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))

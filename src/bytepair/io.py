@@ -1,0 +1,228 @@
+"""Model files: GPT-2 `vocab.json` + `merges.txt` (SPEC §3) and bytepair's own versioned
+`bytepair.model`, which keeps the pattern verbatim and any vocabulary exactly. Every write is
+atomic (temp file + rename); every parse error names the file and line.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .encoding import Tokenizer
+
+MODEL_FILE = "bytepair.model"
+MODEL_HEADER = "#bytepair-model v1"
+
+
+@functools.cache
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte → printable character table: 188 printable bytes map to themselves, the
+    other 68 to chr(256 + n) in byte order."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
+    table = {b: chr(b) for b in printable}
+    n = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + n)
+            n += 1
+    return table
+
+
+@functools.cache
+def unicode_to_bytes() -> dict[str, int]:
+    """The inverse of `bytes_to_unicode`."""
+    return {c: b for b, c in bytes_to_unicode().items()}
+
+
+def encode_token(token: bytes) -> str:
+    """A token's bytes as GPT-2 characters."""
+    table = bytes_to_unicode()
+    return "".join(table[b] for b in token)
+
+
+def decode_token(text: str, where: str) -> bytes:
+    """GPT-2 characters back to bytes; `where` names the place for the error."""
+    table = unicode_to_bytes()
+    try:
+        return bytes(table[c] for c in text)
+    except KeyError as e:
+        raise ValueError(f"{where}: {e.args[0]!r} is not a GPT-2 byte character in {text!r}") from None
+
+
+def read_gpt2(vocab_path: str | os.PathLike, merges_path: str | os.PathLike,
+              special_tokens: list[str]) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """Reads GPT-2-format files; special tokens in `vocab.json` are stored as their raw text."""
+    try:
+        raw = json.loads(Path(vocab_path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{vocab_path}: line {e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{vocab_path}: expected a JSON object of token -> id")
+    specials = set(special_tokens)
+    vocab: dict[int, bytes] = {}
+    for text, token_id in raw.items():
+        if isinstance(token_id, bool) or not isinstance(token_id, int):
+            raise ValueError(f"{vocab_path}: token {text!r} has id {token_id!r}, not an integer")
+        if token_id in vocab:
+            raise ValueError(f"{vocab_path}: id {token_id} is given to two tokens")
+        if text in specials:
+            vocab[token_id] = text.encode("utf-8")
+        else:
+            vocab[token_id] = decode_token(text, f"{vocab_path}: token {text!r}")
+    merges: list[tuple[bytes, bytes]] = []
+    with open(merges_path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            if (lineno == 1 and line.startswith("#version")) or not line.strip():
+                continue
+            parts = line.split(" ")
+            if len(parts) != 2 or not all(parts):
+                raise ValueError(
+                    f"{merges_path}: line {lineno}: expected 'left right' (two GPT-2 tokens "
+                    f"separated by one space), got {line!r}"
+                )
+            where = f"{merges_path}: line {lineno}"
+            merges.append((decode_token(parts[0], where), decode_token(parts[1], where)))
+    return vocab, merges
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Writes `text` to `path` through a temp file in the same folder and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(tok: Tokenizer, directory: str | os.PathLike) -> None:
+    """Writes `vocab.json`, `merges.txt` (GPT-2 format) and `bytepair.model` into `directory`."""
+    out = Path(directory)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"output path exists and is not a directory: {out}")
+    out.mkdir(parents=True, exist_ok=True)
+    specials = tok.special_tokens
+    special_ids = set(specials.values())
+    vocab_json = {
+        (b.decode("utf-8") if i in special_ids else encode_token(b)): i
+        for i, b in sorted(tok.vocab.items())
+    }
+    _write_atomic(out / "vocab.json", json.dumps(vocab_json, ensure_ascii=False, indent=1) + "\n")
+    merges_txt = "".join(f"{encode_token(a)} {encode_token(b)}\n" for a, b in tok.merges)
+    _write_atomic(out / "merges.txt", "#version: 0.2\n" + merges_txt)
+    _write_atomic(out / MODEL_FILE, _model_text(tok))
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def _model_text(tok: Tokenizer) -> str:
+    lines = [MODEL_HEADER, f"pattern {json.dumps(tok.pattern)}", f"specials {len(tok.special_tokens)}"]
+    lines += [f"{i} {json.dumps(t)}" for t, i in tok.special_tokens.items()]
+    vocab = tok.vocab
+    lines.append(f"vocab {len(vocab)}")
+    lines += [f"{i} {_b64(b)}" for i, b in sorted(vocab.items())]
+    lines.append(f"merges {len(tok.merges)}")
+    lines += [f"{_b64(a)} {_b64(b)}" for a, b in tok.merges]
+    return "\n".join(lines) + "\n"
+
+
+class _Lines:
+    """Numbered lines of a model file, with errors that name the line."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lines = path.read_text(encoding="utf-8").splitlines()
+        self.n = 0
+
+    def error(self, what: str) -> ValueError:
+        return ValueError(f"{self.path}: line {self.n}: {what}")
+
+    def next(self) -> str:
+        if self.n >= len(self.lines):
+            self.n += 1
+            raise self.error("unexpected end of file (the file is truncated)")
+        self.n += 1
+        return self.lines[self.n - 1]
+
+    def section(self, name: str) -> tuple[str, str]:
+        key, _, value = self.next().partition(" ")
+        if key != name:
+            raise self.error(f"expected a '{name} ...' line")
+        return key, value
+
+    def count(self, name: str) -> int:
+        value = self.section(name)[1]
+        if not value.isdigit():
+            raise self.error(f"expected '{name} <count>'")
+        return int(value)
+
+    def pair(self) -> tuple[str, str]:
+        parts = self.next().split(" ", 1)
+        if len(parts) != 2:
+            raise self.error("expected two fields separated by a space")
+        return parts[0], parts[1]
+
+    def b64(self, text: str) -> bytes:
+        try:
+            return base64.b64decode(text, validate=True)
+        except ValueError:
+            raise self.error(f"{text!r} is not base64") from None
+
+    def integer(self, text: str) -> int:
+        if not text.isdigit():
+            raise self.error(f"{text!r} is not a token id")
+        return int(text)
+
+
+def load(path: str | os.PathLike) -> Tokenizer:
+    """Reads what `save` wrote: a folder (its `bytepair.model`) or the model file itself.
+
+    >>> tok = load("tok/")  # doctest: +SKIP
+    """
+    from .encoding import Tokenizer
+
+    path = Path(path)
+    if path.is_dir():
+        if not (path / MODEL_FILE).exists() and (path / "vocab.json").exists():
+            raise FileNotFoundError(
+                f"{path} has no {MODEL_FILE}; for GPT-2 files use "
+                f"Tokenizer.from_files('{path}/vocab.json', '{path}/merges.txt', special_tokens=[...])"
+            )
+        path = path / MODEL_FILE
+    lines = _Lines(path)
+    if lines.next() != MODEL_HEADER:
+        raise lines.error(f"not a bytepair model file (expected {MODEL_HEADER!r})")
+    try:
+        pattern = json.loads(lines.section("pattern")[1])
+        specials = {}
+        for _ in range(lines.count("specials")):
+            i, text = lines.pair()
+            specials[json.loads(text)] = lines.integer(i)
+    except json.JSONDecodeError as e:
+        raise lines.error(f"bad JSON string ({e.msg})") from None
+    vocab = {}
+    for _ in range(lines.count("vocab")):
+        i, b = lines.pair()
+        vocab[lines.integer(i)] = lines.b64(b)
+    merges = []
+    for _ in range(lines.count("merges")):
+        a, b = lines.pair()
+        merges.append((lines.b64(a), lines.b64(b)))
+    tok = Tokenizer(vocab, merges, list(specials), pattern=pattern)
+    if tok.special_tokens != specials:
+        raise ValueError(f"{path}: the special tokens' ids do not match the vocabulary")
+    return tok

@@ -1,0 +1,21 @@
+"""Pretokenization patterns by name. The GPT-2 pattern runs on the core's hand-written scanner;
+any other regex runs on fancy-regex (Rust), whose Unicode tables may differ from Python `regex`'s.
+"""
+
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+PRESETS = {"gpt2": GPT2_PATTERN}
+
+
+def resolve_pattern(pattern: str) -> str:
+    """The regex for a preset name, or `pattern` itself.
+
+    >>> resolve_pattern("gpt2") == GPT2_PATTERN
+    True
+    """
+    if not isinstance(pattern, str) or not pattern:
+        raise ValueError(
+            f"pattern must be a preset name ({', '.join(PRESETS)}) or a non-empty regex, "
+            f"got {pattern!r}"
+        )
+    return PRESETS.get(pattern, pattern)

@@ -1,0 +1,119 @@
+"""Counting, the first stage of training: files (or texts) → word counts, in the Rust core.
+A pure step: the same call on a byte range of a file gives that shard's table, and tables add up
+with `WordCounts.merge`, which is what a cluster run needs. No merging of pairs happens here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from . import _core
+from ._checks import check_input_files, check_num_threads, check_special_tokens
+from .patterns import resolve_pattern
+
+WordCounts = _core.WordCounts
+
+#: Bytes per chunk handed to a worker; a chunk grows past it only until a safe cut is found.
+DEFAULT_CHUNK_SIZE = 4 << 20
+
+
+@dataclass
+class CountStats:
+    """What counting saw: bytes read and invalid UTF-8 sequences replaced by U+FFFD."""
+
+    n_bytes: int = 0
+    n_replaced: int = 0
+
+
+def _check_errors(errors: str) -> bool:
+    if errors not in ("replace", "strict"):
+        raise ValueError(f"errors must be 'replace' or 'strict', got {errors!r}")
+    return errors == "strict"
+
+
+def count_files(
+    paths: str | os.PathLike | Iterable[str | os.PathLike],
+    *,
+    special_tokens: Iterable[str] | None = None,
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    errors: str = "replace",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    progress: Callable[[int], object] | None = None,
+    stats: CountStats | None = None,
+) -> WordCounts:
+    """Counts the pretokens of text files; special tokens split the text and are not counted.
+
+    `progress(n)` gets the bytes read so far in the current file; `stats` collects totals.
+
+    >>> counts = count_files("corpus.txt", special_tokens=["<|endoftext|>"])  # doctest: +SKIP
+    """
+    files = check_input_files(paths)
+    specials = check_special_tokens(special_tokens)
+    regex = resolve_pattern(pattern)
+    strict = _check_errors(errors)
+    threads = check_num_threads(num_threads)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive number of bytes, got {chunk_size!r}")
+    total = WordCounts()
+    stats = stats if stats is not None else CountStats()
+    for path in files:
+        counts, n_bytes, n_replaced = _core.count_file(
+            os.fspath(path),
+            start=0,
+            end=2**64 - 1,
+            special_tokens=specials,
+            pattern=regex,
+            strict=strict,
+            chunk_size=chunk_size,
+            num_threads=threads,
+            progress=progress,
+        )
+        stats.n_bytes += n_bytes
+        stats.n_replaced += n_replaced
+        total.merge(counts)
+    return total
+
+
+def count_texts(
+    texts: Iterable[str],
+    *,
+    special_tokens: Iterable[str] | None = None,
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    batch_bytes: int = 16 << 20,
+    progress: Callable[[int], object] | None = None,
+) -> WordCounts:
+    """Counts the pretokens of each text of an iterable; no pretoken spans two texts.
+
+    Texts are gathered into batches of about `batch_bytes`, so memory stays bounded.
+
+    >>> len(count_texts(["a cat", "a dog"]))
+    3
+    """
+    specials = check_special_tokens(special_tokens)
+    regex = resolve_pattern(pattern)
+    threads = check_num_threads(num_threads)
+    total = WordCounts()
+    batch: list[str] = []
+    size = done = 0
+
+    def flush() -> None:
+        _core.count_texts(total, batch, special_tokens=specials, pattern=regex, num_threads=threads)
+        batch.clear()
+
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"item {i} of the texts is {type(text).__name__}, not str")
+        batch.append(text)
+        size += len(text)
+        if size >= batch_bytes:
+            flush()
+            done += size
+            size = 0
+            if progress is not None:
+                progress(done)
+    flush()
+    return total

@@ -1,0 +1,255 @@
+"""Training: checks the configuration, runs the stages (count in Rust, merge in Rust), reports
+progress and a summary, and returns a `Tokenizer`. The semantics are SPEC §1 (CS336's): ties go
+to the lexicographically greater pair; ids are bytes, then merges, then special tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from . import _core
+from ._checks import check_input_files, check_special_tokens
+from .encoding import Tokenizer
+from .patterns import resolve_pattern
+from .pretokenize import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files, count_texts
+
+
+@dataclass
+class TrainReport:
+    """What a training run did, for the closing summary."""
+
+    n_bytes: int = 0
+    n_replaced: int = 0
+    n_words: int = 0
+    n_merges: int = 0
+    n_merges_requested: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """A few human-readable lines."""
+        stages = ", ".join(f"{name} {s:.2f} s" for name, s in self.seconds.items())
+        lines = [
+            f"input: {self.n_bytes:,} bytes; unique words: {self.n_words:,}",
+            f"merges: {self.n_merges:,} of {self.n_merges_requested:,}; time: {stages}",
+        ]
+        if self.n_replaced:
+            lines.append(f"replaced {self.n_replaced:,} invalid UTF-8 sequences with U+FFFD")
+        return "\n".join(lines)
+
+
+def _num_merges(vocab_size: int, special_tokens: list[str]) -> int:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocab_size must be an integer, got {vocab_size!r}")
+    minimum = 256 + len(special_tokens)
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size {vocab_size} is too small: it counts the 256 byte tokens and the "
+            f"{len(special_tokens)} special token(s), so the minimum is {minimum}"
+        )
+    return vocab_size - minimum
+
+
+def _show_progress(progress: bool | None) -> bool:
+    if progress is None:
+        return sys.stderr.isatty()
+    return bool(progress)
+
+
+class _Bar:
+    """A tqdm bar on stderr, or nothing; used as a progress callback for the core."""
+
+    def __init__(self, enabled: bool, total: int, desc: str, unit: str, scale: bool):
+        self._bar = None
+        self._last = 0
+        if enabled:
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total, desc=desc, unit=unit, unit_scale=scale, unit_divisor=1024 if scale else 1000,
+                file=sys.stderr, dynamic_ncols=True,
+            )
+
+    def to(self, done: int) -> None:
+        if self._bar is not None and done > self._last:
+            self._bar.update(done - self._last)
+            self._last = done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _merge_stage(
+    counts: WordCounts, num_merges: int, special_tokens: list[str], pattern: str,
+    report: TrainReport, show: bool, consume: bool,
+) -> Tokenizer:
+    report.n_words = len(counts)
+    report.n_merges_requested = num_merges
+    bar = _Bar(show, num_merges, "merges", "merge", False)
+    start = time.perf_counter()
+    try:
+        pairs, token_bytes = _core.train_bpe(counts, num_merges, consume=consume, progress=bar.to)
+    finally:
+        bar.close()
+    report.seconds["merges"] = time.perf_counter() - start
+    report.n_merges = len(pairs)
+    if len(pairs) < num_merges:
+        warnings.warn(
+            f"stopped after {len(pairs)} of {num_merges} merges: no pair of tokens is left to merge "
+            f"(the corpus has too little distinct text); the vocabulary has "
+            f"{256 + len(pairs) + len(special_tokens)} tokens",
+            stacklevel=3,
+        )
+    vocab = dict(enumerate(token_bytes))
+    merges = [(token_bytes[a], token_bytes[b]) for a, b in pairs]
+    return Tokenizer(vocab, merges, special_tokens, pattern=pattern)
+
+
+def train_with_report(
+    inputs: str | os.PathLike | Iterable[str | os.PathLike],
+    vocab_size: int,
+    special_tokens: Iterable[str] | None = None,
+    *,
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    errors: str = "replace",
+    progress: bool | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> tuple[Tokenizer, TrainReport]:
+    """`train`, also returning the `TrainReport` (sizes, merges done, time per stage)."""
+    specials = check_special_tokens(special_tokens)
+    num_merges = _num_merges(vocab_size, specials)
+    regex = resolve_pattern(pattern)
+    files = check_input_files(inputs)
+    show = _show_progress(progress)
+    report = TrainReport()
+    stats = CountStats()
+    bar = _Bar(show, sum(p.stat().st_size for p in files), "reading", "B", True)
+    start = time.perf_counter()
+    try:
+        counts = WordCounts()
+        for path in files:
+            done = stats.n_bytes
+            counts.merge(count_files(
+                path, special_tokens=specials, pattern=regex, num_threads=num_threads,
+                errors=errors, chunk_size=chunk_size, stats=stats,
+                progress=lambda n, done=done: bar.to(done + n),
+            ))
+    finally:
+        bar.close()
+    report.seconds["pretokenize+count"] = time.perf_counter() - start
+    report.n_bytes, report.n_replaced = stats.n_bytes, stats.n_replaced
+    if stats.n_bytes == 0:
+        names = ", ".join(str(p) for p in files)
+        raise ValueError(f"the input is empty ({names}): there is no text to train on")
+    tok = _merge_stage(counts, num_merges, specials, regex, report, show, consume=True)
+    return tok, report
+
+
+def train(
+    inputs: str | os.PathLike | Iterable[str | os.PathLike],
+    vocab_size: int,
+    special_tokens: Iterable[str] | None = None,
+    *,
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    errors: str = "replace",
+    progress: bool | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> Tokenizer:
+    """Trains a byte-level BPE tokenizer on text files.
+
+    `vocab_size` counts the 256 bytes, the merges and the special tokens. Invalid UTF-8 is
+    replaced by U+FFFD (`errors="replace"`, the count is reported) or refused (`"strict"`).
+    `progress=None` shows progress bars only when stderr is a terminal.
+
+    >>> tok = train(["data.txt"], 10_000, ["<|endoftext|>"])  # doctest: +SKIP
+    """
+    tok, report = train_with_report(
+        inputs, vocab_size, special_tokens, pattern=pattern, num_threads=num_threads,
+        errors=errors, progress=progress, chunk_size=chunk_size,
+    )
+    if report.n_replaced:
+        warnings.warn(
+            f"replaced {report.n_replaced:,} invalid UTF-8 sequences with U+FFFD "
+            f"(pass errors='strict' to refuse invalid input)",
+            stacklevel=2,
+        )
+    return tok
+
+
+def train_from_iterator(
+    texts: Iterable[str],
+    vocab_size: int,
+    special_tokens: Iterable[str] | None = None,
+    *,
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    progress: bool | None = None,
+) -> Tokenizer:
+    """Trains on an iterable of strings; each string is a separate text (no pretoken spans two).
+
+    >>> tok = train_from_iterator(["low lower", "newest widest"], 260)
+    >>> len(tok.merges)
+    4
+    """
+    specials = check_special_tokens(special_tokens)
+    num_merges = _num_merges(vocab_size, specials)
+    regex = resolve_pattern(pattern)
+    show = _show_progress(progress)
+    report = TrainReport()
+    bar = _Bar(show, 0, "reading", "char", True)
+    start = time.perf_counter()
+    try:
+        counts = count_texts(
+            texts, special_tokens=specials, pattern=regex, num_threads=num_threads, progress=bar.to
+        )
+    finally:
+        bar.close()
+    report.seconds["pretokenize+count"] = time.perf_counter() - start
+    return _merge_stage(counts, num_merges, specials, regex, report, show, consume=True)
+
+
+def train_from_counts(
+    counts: WordCounts,
+    vocab_size: int,
+    special_tokens: Iterable[str] | None = None,
+    *,
+    pattern: str = "gpt2",
+    progress: bool | None = None,
+) -> Tokenizer:
+    """Runs the merge stage alone on word counts (e.g. merged from shards); `counts` is kept.
+
+    >>> from bytepair import count_texts
+    >>> train_from_counts(count_texts(["aaa ab"]), 257).merges
+    [(b'a', b'a')]
+    """
+    specials = check_special_tokens(special_tokens)
+    num_merges = _num_merges(vocab_size, specials)
+    report = TrainReport()
+    return _merge_stage(
+        counts, num_merges, specials, resolve_pattern(pattern), report, _show_progress(progress),
+        consume=False,
+    )
+
+
+def train_bpe(
+    input_path: str | os.PathLike,
+    vocab_size: int,
+    special_tokens: list[str],
+    **kwargs: object,
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """The CS336 adapter: `(vocab, merges)` for `input_path` (other options as in `train`).
+
+    >>> vocab, merges = train_bpe("corpus.en", 500, ["<|endoftext|>"])  # doctest: +SKIP
+    """
+    kwargs.setdefault("progress", False)
+    tok = train(input_path, vocab_size, special_tokens, **kwargs)  # type: ignore[arg-type]
+    return tok.vocab, tok.merges
+
+

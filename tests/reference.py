@@ -1,0 +1,265 @@
+"""Slow, plain pure-Python byte-level BPE: the test oracle for SPEC.md sections 1 and 2.
+
+Every step is written the naive way (full pair recount per merge, GPT-2's original `bpe()` loop per
+pretoken) so that it can be checked by reading. It is test-only: never import it from `src/`, and
+never optimise it; a faster oracle would be a second implementation that can drift.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable
+
+import regex
+
+GPT2_PATTERN: str = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def _check_special_tokens(special_tokens: list[str]) -> None:
+    for token in special_tokens:
+        if not isinstance(token, str) or token == "":
+            raise ValueError(f"special tokens must be non-empty strings, got {token!r}")
+    duplicates = sorted(t for t, n in Counter(special_tokens).items() if n > 1)
+    if duplicates:
+        raise ValueError(f"duplicate special tokens {duplicates!r}: list each one once")
+
+
+def split_on_specials(text: str, special_tokens: list[str]) -> list[tuple[str, bool]]:
+    """Cut `text` at every special token: leftmost match first, longest special at one position.
+
+    >>> split_on_specials("a<|x|>b", ["<|x|>"])
+    [('a', False), ('<|x|>', True), ('b', False)]
+    """
+    if any(token == "" for token in special_tokens):
+        raise ValueError("an empty string cannot be a special token")
+    pieces: list[tuple[str, bool]] = []
+    start = 0
+    pos = 0
+    while pos < len(text):
+        matches = [token for token in special_tokens if text.startswith(token, pos)]
+        if not matches:
+            pos += 1
+            continue
+        longest = max(matches, key=len)
+        if start < pos:
+            pieces.append((text[start:pos], False))
+        pieces.append((longest, True))
+        pos += len(longest)
+        start = pos
+    if start < len(text):
+        pieces.append((text[start:], False))
+    return pieces
+
+
+def pretokenize(text: str, pattern: str = GPT2_PATTERN) -> list[str]:
+    """The matches of `regex.finditer(pattern, text)`, in order.
+
+    >>> pretokenize("Hello, world!")
+    ['Hello', ',', ' world', '!']
+    """
+    return [match.group() for match in regex.finditer(pattern, text)]
+
+
+def count_words(
+    text: str, special_tokens: list[str], pattern: str = GPT2_PATTERN
+) -> Counter[bytes]:
+    """Count the UTF-8 bytes of each pretoken; special-token text is a boundary, never counted.
+
+    >>> count_words("a a<|s|>a", ["<|s|>"])
+    Counter({b'a': 2, b' a': 1})
+    """
+    counts: Counter[bytes] = Counter()
+    for piece, is_special in split_on_specials(text, special_tokens):
+        if is_special:
+            continue
+        for pretoken in pretokenize(piece, pattern):
+            counts[pretoken.encode("utf-8")] += 1
+    return counts
+
+
+def _merge_pair(tokens: tuple[bytes, ...], pair: tuple[bytes, bytes]) -> tuple[bytes, ...]:
+    """Replace the occurrences of `pair` in `tokens`, left to right, non-overlapping."""
+    merged: list[bytes] = []
+    i = 0
+    while i < len(tokens):
+        if i + 1 < len(tokens) and (tokens[i], tokens[i + 1]) == pair:
+            merged.append(tokens[i] + tokens[i + 1])
+            i += 2
+        else:
+            merged.append(tokens[i])
+            i += 1
+    return tuple(merged)
+
+
+def train_from_counts(
+    word_counts: dict[bytes, int], vocab_size: int, special_tokens: list[str]
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """SPEC section 1 steps 4-6 on a table word bytes -> count.
+
+    Stops early, silently, when no pair is left; `len(merges)` then tells how many were made.
+
+    >>> vocab, merges = train_from_counts({b"aaa": 2, b"ab": 1}, 258, [])
+    >>> merges
+    [(b'a', b'a'), (b'aa', b'a')]
+    """
+    _check_special_tokens(special_tokens)
+    minimum = 256 + len(special_tokens)
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small: the minimum is {minimum} "
+            f"(256 bytes + {len(special_tokens)} special tokens)"
+        )
+    num_merges = vocab_size - minimum
+
+    # Each word is kept as its current token sequence, a tuple of byte strings.
+    words: list[tuple[tuple[bytes, ...], int]] = []
+    for word, count in word_counts.items():
+        if count < 0:
+            raise ValueError(f"word {word!r} has a negative count {count}")
+        if count > 0:
+            words.append((tuple(bytes([b]) for b in word), count))
+
+    merges: list[tuple[bytes, bytes]] = []
+    for _ in range(num_merges):
+        pair_counts: Counter[tuple[bytes, bytes]] = Counter()
+        for tokens, count in words:
+            for pair in itertools.pairwise(tokens):
+                pair_counts[pair] += count
+        if not pair_counts:
+            break
+        # Highest count; ties go to the greater (bytes_a, bytes_b) tuple.
+        best = max(pair_counts, key=lambda pair: (pair_counts[pair], pair))
+        merges.append(best)
+        words = [(_merge_pair(tokens, best), count) for tokens, count in words]
+
+    vocab = {i: bytes([i]) for i in range(256)}
+    for i, (left, right) in enumerate(merges):
+        vocab[256 + i] = left + right
+    for token in special_tokens:
+        vocab[len(vocab)] = token.encode("utf-8")
+    return vocab, merges
+
+
+def train(
+    text: str, vocab_size: int, special_tokens: list[str], pattern: str = GPT2_PATTERN
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """Train byte-level BPE on `text` (SPEC section 1).
+
+    >>> vocab, merges = train("ab ab ab", 257, [], pattern=r"\\S+")
+    >>> merges, vocab[256]
+    ([(b'a', b'b')], b'ab')
+    """
+    _check_special_tokens(special_tokens)
+    return train_from_counts(count_words(text, special_tokens, pattern), vocab_size, special_tokens)
+
+
+def build_vocab_with_specials(
+    vocab: dict[int, bytes], special_tokens: Iterable[str]
+) -> dict[int, bytes]:
+    """A copy of `vocab` where each special token missing from it gets the next free id, in order.
+
+    >>> build_vocab_with_specials({0: b"a"}, ["<s>", "a"])
+    {0: b'a', 1: b'<s>'}
+    """
+    extended = dict(vocab)
+    known = set(extended.values())
+    for token in special_tokens:
+        token_bytes = token.encode("utf-8")
+        if token_bytes not in known:
+            extended[max(extended, default=-1) + 1] = token_bytes
+            known.add(token_bytes)
+    return extended
+
+
+def _bpe(pretoken: bytes, ranks: dict[tuple[bytes, bytes], int]) -> list[bytes]:
+    """GPT-2's original `bpe()` loop: merge every occurrence of the lowest-ranked pair, repeat."""
+    tokens = tuple(bytes([b]) for b in pretoken)
+    while len(tokens) > 1:
+        pairs = set(itertools.pairwise(tokens))
+        best = min(pairs, key=lambda pair: ranks.get(pair, float("inf")))
+        if best not in ranks:
+            break
+        tokens = _merge_pair(tokens, best)
+    return list(tokens)
+
+
+def encode(
+    text: str,
+    vocab: dict[int, bytes],
+    merges: list[tuple[bytes, bytes]],
+    special_tokens: list[str] | None = None,
+    pattern: str = GPT2_PATTERN,
+) -> list[int]:
+    """Encode `text` to ids (SPEC section 2); every special token in `special_tokens` is allowed.
+
+    Where several ids share the same bytes, the lowest id is used.
+
+    >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
+    >>> encode("ab<s>b", vocab, [(b"a", b"b")], ["<s>"])
+    [256, 257, 98]
+    """
+    special_tokens = list(special_tokens or [])
+    _check_special_tokens(special_tokens)
+    full_vocab = build_vocab_with_specials(vocab, special_tokens)
+    id_of: dict[bytes, int] = {}
+    for token_id in sorted(full_vocab):
+        id_of.setdefault(full_vocab[token_id], token_id)
+    ranks: dict[tuple[bytes, bytes], int] = {}
+    for rank, pair in enumerate(merges):
+        ranks.setdefault(pair, rank)
+
+    ids: list[int] = []
+    for piece, is_special in split_on_specials(text, special_tokens):
+        if is_special:
+            ids.append(id_of[piece.encode("utf-8")])
+            continue
+        for pretoken in pretokenize(piece, pattern):
+            for token in _bpe(pretoken.encode("utf-8"), ranks):
+                if token not in id_of:
+                    raise KeyError(f"token {token!r} made by the merges is not in the vocabulary")
+                ids.append(id_of[token])
+    return ids
+
+
+def decode(ids: Iterable[int], vocab: dict[int, bytes]) -> str:
+    """Concatenate the tokens' bytes and decode UTF-8, malformed bytes becoming U+FFFD.
+
+    >>> decode([104, 105], {104: b"h", 105: b"i"})
+    'hi'
+    """
+    parts: list[bytes] = []
+    for token_id in ids:
+        if token_id not in vocab:
+            raise KeyError(f"token id {token_id!r} is not in the vocabulary")
+        parts.append(vocab[token_id])
+    return b"".join(parts).decode("utf-8", errors="replace")
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character table (the 188 printable bytes map to themselves).
+
+    >>> bytes_to_unicode()[ord(" ")]
+    'Ġ'
+    """
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    table = {b: chr(b) for b in printable}
+    n = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + n)
+            n += 1
+    return table
+
+
+def unicode_to_bytes() -> dict[str, int]:
+    """The inverse of `bytes_to_unicode`.
+
+    >>> unicode_to_bytes()["Ġ"]
+    32
+    """
+    return {char: b for b, char in bytes_to_unicode().items()}
