@@ -8,6 +8,7 @@ by pytest; nothing here asserts on timings.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -46,12 +47,31 @@ def thread_env(threads: int) -> dict[str, str]:
 def bytepair_import_error(python: str = sys.executable) -> str | None:
     """None if `import bytepair` works in a fresh interpreter, else the error's last line."""
     proc = subprocess.run(
-        [python, "-c", "import bytepair"], capture_output=True, text=True, cwd="/"
+        [python, "-c", "import bytepair"], capture_output=True, text=True, cwd="/", check=False
     )
     if proc.returncode == 0:
         return None
     lines = proc.stderr.strip().splitlines()
     return lines[-1] if lines else f"exit code {proc.returncode}"
+
+
+_ENV_PROBE = """
+import importlib.metadata as md, os, time
+import bytepair._core as core
+built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(core.__file__)))
+peers = ", ".join(f"{p} {md.version(p)}" for p in ("tiktoken", "tokenizers", "rustbpe"))
+print(f"bytepair from {os.path.dirname(core.__file__)}, _core built {built} | {peers}")
+"""
+
+
+def describe_env(python: str = sys.executable) -> str:
+    """One line saying what was measured: CPUs, git state, bytepair build, peer versions."""
+    proc = subprocess.run([python, "-c", _ENV_PROBE], capture_output=True, text=True, check=False)
+    build = proc.stdout.strip() or "bytepair not importable"
+    here = os.path.dirname(os.path.abspath(__file__))
+    cmd = ["git", "-C", here, "describe", "--always", "--dirty", "--abbrev=10"]
+    git = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip()
+    return f"{os.cpu_count()} CPUs | git {git or '?'} | {build}"
 
 
 # ---------------------------------------------------------------- documents
@@ -110,8 +130,11 @@ def chunks_by_bytes(docs: list[str], target_bytes: int) -> list[list[str]]:
 
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte -> printable character table (HF ByteLevel uses the same)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     table, extra = {}, 0
     for b in range(256):
         if b in printable:
@@ -178,7 +201,8 @@ def run_child(cmd: list[str], env: dict, timeout_s: float) -> dict:
 
     Peak RSS comes from `os.wait4` on that child alone (Linux folds in the child's
     own waited-for children, so a multi-process tool reports its largest process,
-    as `/usr/bin/time -v` does).
+    as `/usr/bin/time -v` does). Caveat: Linux also folds in the parent's RSS at the
+    fork, so a big parent inflates it; workers report their own VmHWM for that reason.
     """
     import tempfile
 
@@ -201,9 +225,15 @@ def run_child(cmd: list[str], env: dict, timeout_s: float) -> dict:
         err.seek(0)
         stdout, stderr = out.read(), err.read()
     results = [json.loads(line[7:]) for line in stdout.splitlines() if line.startswith("RESULT ")]
-    return dict(rc=proc.returncode, wall_s=wall, peak_rss_mb=usage.ru_maxrss / 1024,
-                results=results, stdout=stdout, stderr=stderr,
-                timed_out=time.perf_counter() > deadline)
+    return {
+        "rc": proc.returncode,
+        "wall_s": wall,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "results": results,
+        "stdout": stdout,
+        "stderr": stderr,
+        "timed_out": time.perf_counter() > deadline,
+    }
 
 
 def emit(**fields) -> None:
@@ -218,7 +248,7 @@ def fmt(x, digits: int = 2) -> str:
     if x is None or x == "":
         return ""
     if isinstance(x, float):
-        if x != x:
+        if math.isnan(x):
             return "n/a"
         return f"{x:,.{digits}f}"
     if isinstance(x, int):
@@ -230,12 +260,15 @@ def print_table(headers: list[str], rows: list[list], title: str | None = None) 
     """Plain fixed-width table: text columns left-aligned, numbers right-aligned."""
     cells = [[fmt(c) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    numeric = [all(isinstance(r[i], (int, float)) or r[i] in (None, "") for r in rows)
-               for i in range(len(headers))]
+    numeric = [
+        all(isinstance(r[i], (int, float)) or r[i] in (None, "") for r in rows)
+        for i in range(len(headers))
+    ]
 
     def line(items):
-        return "  ".join(s.rjust(w) if num else s.ljust(w)
-                         for s, w, num in zip(items, widths, numeric)).rstrip()
+        return "  ".join(
+            s.rjust(w) if num else s.ljust(w) for s, w, num in zip(items, widths, numeric)
+        ).rstrip()
 
     if title:
         print(f"\n{title}")

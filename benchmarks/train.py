@@ -1,8 +1,9 @@
 """Training benchmark: bytepair vs HF tokenizers, rustbpe and the pure-Python reference.
 
-Every tool trains in its own fresh child process (peak RSS = that child's ru_maxrss),
-with RAYON_NUM_THREADS etc. set to --threads. All tools see `vocab_size` = 256 bytes
-+ <|endoftext|> + merges. Prints one table; --json writes the rows. No timing asserts.
+Every tool trains in its own fresh child process with RAYON_NUM_THREADS etc. set to
+--threads; peak RSS is that child's own high-water mark. All tools get `vocab_size` =
+256 bytes + <|endoftext|> + merges. Prints one table; --json writes the rows. Checks
+bytepair's merges against pyref (exact) and reports token-set overlap with the peers.
 
   python benchmarks/train.py [--corpus A.txt B.txt] [--vocab-size 10000] [--threads 2]
 """
@@ -20,208 +21,264 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (  # noqa: E402
-    CORPUS_DIR, EOT, GPT2_PAT, MB, PYREF_TRAIN, Timer, batches, bytepair_import_error,
-    bytes_to_unicode, emit, iter_docs, peak_rss_mb, print_table, reset_peak_rss,
-    run_child, thread_env,
-)
+import common
+from common import EOT, GPT2_PAT, MB, Timer, emit, iter_docs, peak_rss_mb, reset_peak_rss
 
 TOOLS = ("bytepair", "hf", "rustbpe", "pyref")
+HEADERS = [
+    "tool",
+    "corpus",
+    "wall s",
+    "inner s",
+    "MB/s",
+    "peak RSS MB",
+    "#merges",
+    "time/bytepair",
+    "notes",
+]
+KEYS = [
+    "tool",
+    "corpus",
+    "wall_s",
+    "inner_s",
+    "mb_s",
+    "peak_rss_mb",
+    "merges",
+    "vs_bytepair",
+    "note",
+]
 
 
 def _save(path: str, merges=None, tokens=None) -> None:
-    """Merges as hex pairs (or just the merged tokens when a tool exposes no pairs)."""
+    """Merges as hex pairs, or only the merged tokens when a tool exposes no pairs."""
     if merges is not None:
         tokens = [a + b for a, b in merges]
-    data = {"merges": None if merges is None else [[a.hex(), b.hex()] for a, b in merges],
-            "tokens": [t.hex() for t in tokens]}
+        merges = [[a.hex(), b.hex()] for a, b in merges]
     with open(path, "w") as f:
-        json.dump(data, f)
-
-
-# ---------------------------------------------------------------- workers (child side)
-
-
-def worker(tool: str, corpus: str, vocab_size: int, threads: int, out: str) -> None:
-    if tool == "bytepair":
-        import bytepair
-
-        with Timer() as t:
-            tok = bytepair.train([corpus], vocab_size, [EOT], num_threads=threads)
-        _save(out, merges=list(tok.merges))
-        emit(inner_s=t.s, merges=len(tok.merges))
-    elif tool == "bytepair-stages":
-        import bytepair
-
-        reset_peak_rss()
-        with Timer() as t_count:
-            counts = bytepair.count_files([corpus], special_tokens=[EOT], num_threads=threads)
-        emit(stage="count", inner_s=t_count.s, unique=len(counts), peak_rss_mb=peak_rss_mb())
-        reset_peak_rss()
-        with Timer() as t_merge:
-            tok = bytepair.train_from_counts(counts, vocab_size, [EOT])
-        _save(out, merges=list(tok.merges))
-        emit(stage="merges", inner_s=t_merge.s, merges=len(tok.merges),
-             peak_rss_mb=peak_rss_mb())
-    elif tool == "hf":
-        from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
-
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(GPT2_PAT), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ])
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size, min_frequency=0, show_progress=False,
-            special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-        with Timer() as t:
-            tok.train_from_iterator(batches(iter_docs(corpus), 1000), trainer)
-        u2b = {c: bytes([b]) for b, c in bytes_to_unicode().items()}
-        to_bytes = lambda s: b"".join(u2b[c] for c in s)  # noqa: E731
-        pairs = json.loads(tok.to_str())["model"]["merges"]
-        pairs = [p.split(" ", 1) if isinstance(p, str) else p for p in pairs]
-        merges = [(to_bytes(a), to_bytes(b)) for a, b in pairs]
-        _save(out, merges=merges)
-        emit(inner_s=t.s, merges=len(merges))
-    elif tool == "rustbpe":
-        import rustbpe
-
-        tok = rustbpe.Tokenizer()
-        with Timer() as t:
-            tok.train_from_iterator(iter_docs(corpus), vocab_size=vocab_size - 1,
-                                    pattern=GPT2_PAT)
-        tokens = [bytes(k) for k, rank in tok.get_mergeable_ranks() if rank >= 256]
-        _save(out, tokens=tokens)
-        emit(inner_s=t.s, merges=len(tokens))
-    else:
-        raise SystemExit(f"unknown worker tool {tool!r}; expected one of {TOOLS}")
-
-
-# ---------------------------------------------------------------- parent side
-
-
-def _command(tool, corpus, args, out) -> list[str]:
-    if tool == "pyref":
-        return [sys.executable, str(PYREF_TRAIN), corpus, "--vocab-size", str(args.vocab_size),
-                "--procs", str(args.threads), "--out", out]
-    return [sys.executable, os.path.abspath(__file__), "--worker", tool, "--corpus", corpus,
-            "--vocab-size", str(args.vocab_size), "--threads", str(args.threads), "--out", out]
-
-
-def _pyref_results(run: dict, out: str, procs: int) -> list[dict]:
-    """pyref prints its own timings; convert them and its pickle to our format."""
-    m_pre = re.search(r"pretokenize\+count: ([\d.]+)s", run["stdout"])
-    m_all = re.search(r"merges: (\d+) in ([\d.]+)s; total ([\d.]+)s", run["stdout"])
-    if not (m_pre and m_all and os.path.exists(out + ".pkl")):
-        return []
-    with open(out + ".pkl", "rb") as f:  # written by our own pyref_train.py run above
-        merges = pickle.load(f)["merges"]
-    _save(out, merges=merges)
-    return [dict(inner_s=float(m_all.group(3)), merges=int(m_all.group(1)),
-                 note=f"pretokenize {float(m_pre.group(1)):.1f}s + merges "
-                      f"{float(m_all.group(2)):.1f}s, {procs} procs")]
+        json.dump({"merges": merges, "tokens": [t.hex() for t in tokens]}, f)
 
 
 def _load_saved(path: str):
-    if not os.path.exists(path):
-        return None
     with open(path) as f:
         d = json.load(f)
     merges = d["merges"] and [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in d["merges"]]
     return merges, {bytes.fromhex(t) for t in d["tokens"]}
 
 
+# ---------------------------------------------------------------- workers (child side)
+
+
+def _train_bytepair(corpus, vocab_size, threads, out):
+    import bytepair
+
+    with Timer() as t:
+        tok = bytepair.train([corpus], vocab_size, [EOT], num_threads=threads)
+    _save(out, merges=list(tok.merges))
+    emit(inner_s=t.s, merges=len(tok.merges))
+
+
+def _train_stages(corpus, vocab_size, threads, out):
+    """count_files, then train_from_counts; each stage's own peak RSS via VmHWM resets."""
+    import bytepair
+
+    reset_peak_rss()
+    with Timer() as t_count:
+        counts = bytepair.count_files([corpus], special_tokens=[EOT], num_threads=threads)
+    emit(stage="count", inner_s=t_count.s, unique=len(counts), peak_rss_mb=peak_rss_mb())
+    reset_peak_rss()
+    with Timer() as t_merge:
+        tok = bytepair.train_from_counts(counts, vocab_size, [EOT])
+    _save(out, merges=list(tok.merges))
+    emit(stage="merges", inner_s=t_merge.s, merges=len(tok.merges), peak_rss_mb=peak_rss_mb())
+
+
+def _train_hf(corpus, vocab_size, threads, out):
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    split = pre_tokenizers.Split(Regex(GPT2_PAT), behavior="isolated")
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([split, byte_level])
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=0,
+        show_progress=False,
+        special_tokens=[EOT],
+        initial_alphabet=alphabet,
+    )
+    with Timer() as t:
+        tok.train_from_iterator(common.batches(iter_docs(corpus), 1000), trainer)
+    u2b = {c: bytes([b]) for b, c in common.bytes_to_unicode().items()}
+    pairs = json.loads(tok.to_str())["model"]["merges"]
+    pairs = [p.split(" ", 1) if isinstance(p, str) else p for p in pairs]
+    merges = [tuple(b"".join(u2b[c] for c in s) for s in pair) for pair in pairs]
+    _save(out, merges=merges)
+    emit(inner_s=t.s, merges=len(merges))
+
+
+def _train_rustbpe(corpus, vocab_size, threads, out):
+    import rustbpe
+
+    tok = rustbpe.Tokenizer()
+    with Timer() as t:  # rustbpe's vocab has no special token: 256 bytes + merges
+        tok.train_from_iterator(iter_docs(corpus), vocab_size=vocab_size - 1, pattern=GPT2_PAT)
+    tokens = [bytes(k) for k, rank in tok.get_mergeable_ranks() if rank >= 256]
+    _save(out, tokens=tokens)
+    emit(inner_s=t.s, merges=len(tokens))
+
+
+WORKERS = {
+    "bytepair": _train_bytepair,
+    "bytepair-stages": _train_stages,
+    "hf": _train_hf,
+    "rustbpe": _train_rustbpe,
+}
+
+
+def worker(tool: str, corpus: str, vocab_size: int, threads: int, out: str) -> None:
+    WORKERS[tool](corpus, vocab_size, threads, out)
+    emit(process_peak_rss_mb=peak_rss_mb())  # VmHWM: this process alone, since its exec
+
+
+# ---------------------------------------------------------------- parent side
+
+
+def _command(tool: str, corpus: str, args, out: str) -> list[str]:
+    size_args = ["--vocab-size", str(args.vocab_size), "--out", out]
+    if tool == "pyref":
+        pyref = [sys.executable, str(common.PYREF_TRAIN), corpus, "--procs", str(args.threads)]
+        return pyref + size_args
+    worker_args = ["--worker", tool, "--corpus", corpus, "--threads", str(args.threads)]
+    return [sys.executable, os.path.abspath(__file__), *worker_args, *size_args]
+
+
+def _pyref_results(run: dict, out: str, procs: int) -> list[dict]:
+    """pyref prints its own timings and pickles its merges; convert both."""
+    m_pre = re.search(r"pretokenize\+count: ([\d.]+)s", run["stdout"])
+    m_all = re.search(r"merges: (\d+) in ([\d.]+)s; total ([\d.]+)s", run["stdout"])
+    if not (m_pre and m_all and os.path.exists(out + ".pkl")):
+        return []
+    with open(out + ".pkl", "rb") as f:  # written just now by our own pyref_train.py run
+        _save(out, merges=pickle.load(f)["merges"])
+    pre_s, merge_s, total_s = float(m_pre[1]), float(m_all[2]), float(m_all[3])
+    note = f"pretokenize {pre_s:.1f}s + merges {merge_s:.1f}s, {procs} procs"
+    return [{"inner_s": total_s, "merges": int(m_all[1]), "note": note}]
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "NO  <-- MISMATCH"
+
+
 def _checks(name: str, saved: dict) -> list[str]:
-    """Exactness checks (pyref, stage split) and informational token-set overlaps."""
-    lines = []
-    bp = saved.get("bytepair")
-    if bp and saved.get("bytepair-stages"):
+    """Exactness checks (vs pyref, stage split) and informational token-set overlaps."""
+    lines, bp = [], saved.get("bytepair")
+    if bp and "bytepair-stages" in saved:
         same = bp[0] == saved["bytepair-stages"][0]
-        lines.append(f"bytepair train == count_files + train_from_counts: "
-                     f"{'yes' if same else 'NO  <-- MISMATCH'}")
-    if bp and saved.get("pyref"):
+        lines.append(f"bytepair train == count_files + train_from_counts: {_yes(same)}")
+    if bp and "pyref" in saved:
         a, b = bp[0], saved["pyref"][0]
         i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        if a == b:
-            lines.append(f"bytepair merges == pyref merges (exact, in order): yes, all {len(a):,}")
-        else:
-            where = (f"merge #{i}: bytepair {a[i] if i < len(a) else None} vs pyref "
-                     f"{b[i] if i < len(b) else None}")
-            lines.append(f"bytepair merges == pyref merges: NO  <-- MISMATCH at {where} "
-                         f"(lengths {len(a):,} vs {len(b):,})")
-    ref = "bytepair" if bp else "pyref" if saved.get("pyref") else "hf"
-    for other in ("hf", "rustbpe", "pyref"):
-        if other != ref and saved.get(ref) and saved.get(other):
+        where = "" if a == b else f" at merge #{i}: {a[i : i + 1]} vs pyref {b[i : i + 1]}"
+        lines.append(f"bytepair merges == pyref merges (exact, in order): {_yes(a == b)}{where}")
+    ref = "bytepair" if bp else "pyref" if "pyref" in saved else "hf"
+    for other in ("hf", "rustbpe") + (() if bp else ("pyref",)):
+        if other != ref and ref in saved and other in saved:
             x, y = saved[ref][1], saved[other][1]
-            lines.append(f"token-set overlap {ref} vs {other} (informational; ties differ): "
-                         f"{len(x & y):,} of {len(x):,}/{len(y):,} "
-                         f"({100 * len(x & y) / max(1, len(x)):.2f}%)")
+            share = f"{len(x & y):,} of {len(x):,}/{len(y):,} ({100 * len(x & y) / len(x):.2f}%)"
+            lines.append(f"token-set overlap {ref} vs {other} (informational): {share}")
     return [f"[{name}] {s}" for s in lines]
 
 
+def _stage_rows(name: str, size: int, threads: int, results: list[dict]) -> list[dict]:
+    count, merge = results
+    mb_s = size / MB / count["inner_s"]
+    count_note = f"{count['unique']:,} unique words, {mb_s / threads:.2f} MB/s/thread"
+    merge_note = f"{merge['merges'] / merge['inner_s']:,.0f} merges/s (train_from_counts)"
+    return [
+        {
+            "tool": "bytepair pretokenize+count",
+            "corpus": name,
+            "inner_s": count["inner_s"],
+            "mb_s": mb_s,
+            "peak_rss_mb": count["peak_rss_mb"],
+            "note": count_note,
+        },
+        {
+            "tool": "bytepair merges",
+            "corpus": name,
+            "inner_s": merge["inner_s"],
+            "peak_rss_mb": merge["peak_rss_mb"],
+            "merges": merge["merges"],
+            "note": merge_note,
+        },
+    ]
+
+
+def _skip_reason(tool: str, size: int, args, bp_error: str | None) -> str | None:
+    if tool.startswith("bytepair") and bp_error:
+        return f"bytepair not importable ({bp_error})"
+    if tool == "pyref" and size > args.pyref_max_mb * MB:
+        return f"corpus > --pyref-max-mb {args.pyref_max_mb:g}"
+    return None
+
+
 def run_corpus(corpus: str, args, workdir: str, bp_error: str | None):
-    name = Path(corpus).stem
-    size = os.path.getsize(corpus)
+    name, size = Path(corpus).stem, os.path.getsize(corpus)
     rows, saved = [], {}
-    tools = [t for t in args.tools if t in TOOLS]
+    tools = list(args.tools)
     if "bytepair" in tools:
         tools.insert(tools.index("bytepair") + 1, "bytepair-stages")
     for tool in tools:
-        if tool.startswith("bytepair") and bp_error:
-            print(f"[{name}] {tool}: skipped, bytepair not importable ({bp_error})", flush=True)
-            continue
-        if tool == "pyref" and size > args.pyref_max_mb * MB:
-            print(f"[{name}] pyref: skipped, corpus > --pyref-max-mb {args.pyref_max_mb}",
-                  flush=True)
+        if why := _skip_reason(tool, size, args, bp_error):
+            print(f"[{name}] {tool}: skipped, {why}", flush=True)
             continue
         out = os.path.join(workdir, f"{tool}-{name}")
         print(f"[{name}] running {tool} ...", flush=True)
-        run = run_child(_command(tool, corpus, args, out), thread_env(args.threads),
-                        args.timeout)
+        env = common.thread_env(args.threads)
+        run = common.run_child(_command(tool, corpus, args, out), env, args.timeout)
         results = _pyref_results(run, out, args.threads) if tool == "pyref" else run["results"]
+        own_peak = [r["process_peak_rss_mb"] for r in results if "process_peak_rss_mb" in r]
+        results = [r for r in results if "process_peak_rss_mb" not in r]
         if run["rc"] != 0 or not results:
             last = (run["stderr"].strip().splitlines() or ["no output"])[-1][:100]
             why = "TIMEOUT" if run["timed_out"] else f"FAILED rc={run['rc']}: {last}"
-            rows.append(dict(tool=tool, corpus=name, wall_s=run["wall_s"], note=why))
+            rows.append({"tool": tool, "corpus": name, "wall_s": run["wall_s"], "note": why})
             print(f"[{name}] {tool}: {why}", flush=True)
             continue
         saved[tool] = _load_saved(out)
         if tool == "bytepair-stages":
-            count, merge = results
-            rows.append(dict(tool="bytepair pretokenize+count", corpus=name,
-                             inner_s=count["inner_s"], mb_s=size / MB / count["inner_s"],
-                             peak_rss_mb=count["peak_rss_mb"],
-                             note=f"{count['unique']:,} unique words, "
-                                  f"{size / MB / count['inner_s'] / args.threads:.2f} "
-                                  f"MB/s/thread"))
-            rows.append(dict(tool="bytepair merges", corpus=name, inner_s=merge["inner_s"],
-                             peak_rss_mb=merge["peak_rss_mb"], merges=merge["merges"],
-                             note=f"{merge['merges'] / merge['inner_s']:,.0f} merges/s "
-                                  f"(train_from_counts; RSS = stage peak)"))
+            rows += _stage_rows(name, size, args.threads, results)
             continue
         r = results[0]
-        rows.append(dict(tool=tool, corpus=name, wall_s=run["wall_s"], inner_s=r["inner_s"],
-                         mb_s=size / MB / r["inner_s"], peak_rss_mb=run["peak_rss_mb"],
-                         merges=r["merges"], note=r.get("note", "")))
+        peak = own_peak[0] if own_peak else run["peak_rss_mb"]  # pyref: largest process
+        rows.append(
+            {
+                "tool": tool,
+                "corpus": name,
+                "wall_s": run["wall_s"],
+                "peak_rss_mb": peak,
+                "mb_s": size / MB / r["inner_s"],
+                **r,
+            }
+        )
     bp = next((r for r in rows if r["tool"] == "bytepair" and "inner_s" in r), None)
     for r in rows:
         if bp and r["tool"] in TOOLS and "inner_s" in r:
             r["vs_bytepair"] = r["inner_s"] / bp["inner_s"]
-    return rows, _checks(name, saved), size
+    return rows, _checks(name, saved)
 
 
 def main(argv=None) -> int:
+    corpora = [str(common.CORPUS_DIR / "small.txt"), str(common.CORPUS_DIR / "large.txt")]
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", nargs="+",
-                    default=[str(CORPUS_DIR / "small.txt"), str(CORPUS_DIR / "large.txt")])
+    ap.add_argument("--corpus", nargs="+", default=corpora)
     ap.add_argument("--vocab-size", type=int, default=10000)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--tools", default="bytepair,hf,rustbpe,pyref",
-                    help=f"comma-separated subset of {','.join(TOOLS)}")
-    ap.add_argument("--pyref-max-mb", type=float, default=100,
-                    help="run pyref only on corpora up to this size (it takes ~3 min per 20 MB)")
+    ap.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset")
+    ap.add_argument("--pyref-max-mb", type=float, default=100, help="pyref: ~3 min per 20 MB")
     ap.add_argument("--timeout", type=float, default=3600, help="per child, seconds")
-    ap.add_argument("--json", help="write rows and checks to this file")
+    ap.add_argument("--json", help="write the rows and checks to this file")
     ap.add_argument("--workdir", help="keep the trained merges here (default: temp dir)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -230,39 +287,35 @@ def main(argv=None) -> int:
         worker(args.worker, args.corpus[0], args.vocab_size, args.threads, args.out)
         return 0
     args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = set(args.tools) - set(TOOLS)
-    if unknown:
-        ap.error(f"unknown --tools {sorted(unknown)}; choose from {','.join(TOOLS)}")
-    bp_error = bytepair_import_error() if "bytepair" in args.tools else None
+    if unknown := sorted(set(args.tools) - set(TOOLS)):
+        ap.error(f"unknown --tools {unknown}; choose from {','.join(TOOLS)}")
+    bp_error = common.bytepair_import_error() if "bytepair" in args.tools else None
     if bp_error:
         print(f"bytepair not importable: {bp_error} -- bytepair rows skipped", flush=True)
+    print(common.describe_env(), flush=True)
     workdir = args.workdir or tempfile.mkdtemp(prefix="bytepair-train-bench-")
     os.makedirs(workdir, exist_ok=True)
-    all_rows, all_checks = [], []
+    rows, checks = [], []
     try:
         for corpus in args.corpus:
-            rows, checks, size = run_corpus(corpus, args, workdir, bp_error)
-            all_rows += rows
-            all_checks += checks
+            more_rows, more_checks = run_corpus(corpus, args, workdir, bp_error)
+            rows, checks = rows + more_rows, checks + more_checks
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-    headers = ["tool", "corpus", "wall s", "inner s", "MB/s", "peak RSS MB", "#merges",
-               "time/bytepair", "notes"]
-    keys = ["tool", "corpus", "wall_s", "inner_s", "mb_s", "peak_rss_mb", "merges",
-            "vs_bytepair", "note"]
-    title = (f"Training, vocab_size={args.vocab_size} (256 bytes + {EOT} + merges), "
-             f"threads={args.threads}, MB = 1e6 bytes; MB/s = corpus bytes / inner s; "
-             f"time/bytepair = inner s / bytepair's inner s")
-    print_table(headers, [[r.get(k) for k in keys] for r in all_rows], title=title)
+    title = (
+        f"Training, vocab_size={args.vocab_size} (256 bytes + {EOT} + merges), "
+        f"threads={args.threads}; MB = 1e6 bytes; MB/s = corpus bytes / inner s; "
+        "time/bytepair = inner s / bytepair's inner s"
+    )
+    common.print_table(HEADERS, [[r.get(k) for k in KEYS] for r in rows], title=title)
     print()
-    for line in all_checks:
-        print(line)
+    print("\n".join(checks))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(vocab_size=args.vocab_size, threads=args.threads,
-                           rows=all_rows, checks=all_checks), f, indent=1)
-    return 1 if any("MISMATCH" in c for c in all_checks) else 0
+            json.dump({"args": vars(args), "rows": rows, "checks": checks}, f, indent=1)
+    failed = any("inner_s" not in r for r in rows) or any("MISMATCH" in c for c in checks)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ pub enum EncodeError {
 /// Pretokens longer than this (in bytes) use the heap algorithm.
 const SHORT: usize = 64;
 /// The pretoken cache is cleared when it holds this many entries.
-const CACHE_ENTRIES: usize = 1 << 16;
+const CACHE_ENTRIES: usize = 1 << 20;
 /// Pretokens longer than this are not cached.
 const CACHE_MAX_LEN: usize = 128;
 

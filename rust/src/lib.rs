@@ -11,5 +11,7 @@ pub mod train;
 #[cfg(feature = "python")]
 mod py;
 
-/// The hash map of the hot loops (Fx: fast on short keys; results never depend on its order).
-pub type FastMap<K, V> = rustc_hash::FxHashMap<K, V>;
+/// The hash map of the hot loops: foldhash with a fixed seed (fast on u64/u128 and short byte
+/// keys; tried Fx, whose weak low bits made packed u128 word keys collide); results never depend
+/// on its order.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;

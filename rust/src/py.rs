@@ -97,18 +97,20 @@ impl PyWordCounts {
     fn py_new(items: Option<Vec<(Vec<u8>, u64)>>) -> Self {
         let mut counts = WordCounts::default();
         for (word, n) in items.unwrap_or_default() {
-            *counts.map.entry(word.into_boxed_slice()).or_insert(0) += n;
+            counts.add(&word, n);
         }
         Self::wrap(counts)
     }
 
     fn __len__(&self) -> usize {
-        self.lock().map.len()
+        self.lock().len()
     }
 
     /// Total number of words counted.
     fn total(&self) -> u64 {
-        self.lock().map.values().sum()
+        let mut total = 0;
+        self.lock().for_each(|_, n| total += n);
+        total
     }
 
     /// Adds the counts of `other` into this table.
@@ -128,10 +130,10 @@ impl PyWordCounts {
 
     /// (word bytes, count) pairs, sorted by word.
     fn items<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u64)> {
-        let counts = self.lock();
-        let mut items: Vec<_> = counts.map.iter().collect();
+        let mut items = Vec::new();
+        self.lock().for_each(|w, n| items.push((w.to_vec(), n)));
         items.sort_unstable();
-        items.into_iter().map(|(w, &n)| (PyBytes::new(py, w), n)).collect()
+        items.into_iter().map(|(w, n)| (PyBytes::new(py, &w), n)).collect()
     }
 
     fn __getnewargs__<'py>(&self, py: Python<'py>) -> (Vec<(Bound<'py, PyBytes>, u64)>,) {

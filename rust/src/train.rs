@@ -33,7 +33,13 @@ struct Words {
 impl Words {
     fn new(counts: WordCounts) -> Self {
         // Sorted so that the layout (and the order of every later loop) is independent of hashing.
-        let mut entries: Vec<(Box<[u8]>, u64)> = counts.map.into_iter().collect();
+        let mut entries: Vec<(Vec<u8>, u64)> = Vec::with_capacity(counts.len());
+        counts.for_each(|w, n| {
+            if w.len() >= 2 {
+                entries.push((w.to_vec(), n)); // shorter words hold no pair, now or later
+            }
+        });
+        drop(counts);
         entries.sort_unstable();
         let total: usize = entries.iter().map(|(w, _)| w.len()).sum();
         let mut words = Words {
@@ -42,9 +48,6 @@ impl Words {
             counts: Vec::with_capacity(entries.len()),
         };
         for (word, n) in entries {
-            if word.len() < 2 {
-                continue; // holds no pair, now or later
-            }
             words.spans.push((words.tokens.len(), word.len()));
             words.tokens.extend(word.iter().map(|&b| b as TokenId));
             words.counts.push(n);
@@ -268,7 +271,7 @@ mod tests {
     fn counts(words: &[(&str, u64)]) -> WordCounts {
         let mut wc = WordCounts::default();
         for &(w, n) in words {
-            wc.map.insert(w.as_bytes().into(), n);
+            wc.add(w.as_bytes(), n);
         }
         wc
     }

@@ -1,0 +1,330 @@
+"""Encoding benchmark: bytepair vs tiktoken and HF tokenizers with the GPT-2 vocabulary.
+
+One process, one run after another, each tool warmed once on ~1 MB first. Checks that
+bytepair's ids equal tiktoken's on every document (exit code 1 if not). A separate child
+measures `encode_iterable` over the whole file (RSS growth, MB/s). No timing asserts.
+
+  python benchmarks/encode.py [--corpus large.txt] [--mb 100] [--hf-mb 10] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import itertools
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common
+from common import (
+    CORPUS_DIR,
+    EOT,
+    GPT2_MERGES,
+    GPT2_VOCAB,
+    MB,
+    Timer,
+    bytepair_import_error,
+    chunks_by_bytes,
+    emit,
+    iter_docs,
+    load_docs,
+    peak_rss_mb,
+    print_table,
+    reset_peak_rss,
+    rss_mb,
+    run_child,
+    thread_env,
+)
+
+BATCH_BYTES = 8_000_000  # every batch API gets the same ~8 MB lists of documents
+STREAM_BLOCK = 1 << 18  # ids pulled per np.fromiter call in the streaming child (1 MB)
+STREAM_GOAL_MB = 50
+
+
+def row(tool, call, threads, n_bytes, secs, tokens, note="", base_mb_s=None) -> dict:
+    mb = n_bytes / MB
+    keys = ("tool", "call", "threads", "mb", "mb_s", "inner_s", "tokens", "note", "base_mb_s")
+    return dict(zip(keys, (tool, call, threads, mb, mb / secs, secs, tokens, note, base_mb_s)))
+
+
+def checksum(ids, offset: int) -> int:
+    """Order-sensitive sum of a block of ids at global position `offset` (mod 2**64)."""
+    import numpy as np
+
+    ids = np.asarray(ids, dtype=np.uint64)
+    weights = (np.arange(offset, offset + len(ids), dtype=np.uint64) % 65521) + 1
+    return int((ids * weights).sum(dtype=np.uint64))
+
+
+def stream_worker(path: str) -> None:
+    """Child: RSS and speed of encode_iterable over a whole file, ids counted, not kept."""
+    import numpy as np
+
+    import bytepair
+
+    tok = bytepair.Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, special_tokens=[EOT])
+    list(tok.encode_iterable(["warm up, " * 100, EOT]))
+    gc.collect()
+    rss_before, process_peak = rss_mb(), peak_rss_mb()
+    hwm_ok = reset_peak_rss()
+    n_ids, total = 0, 0
+    with Timer() as t, open(path, encoding="utf-8") as f:
+        it = tok.encode_iterable(f)
+        while len(block := np.fromiter(itertools.islice(it, STREAM_BLOCK), np.uint32)):
+            total = (total + checksum(block, n_ids)) % (1 << 64)
+            n_ids += len(block)
+    peak = peak_rss_mb()
+    emit(
+        inner_s=t.s,
+        n_ids=n_ids,
+        checksum=total,
+        rss_before_mb=rss_before,
+        peak_mb=peak if hwm_ok else None,
+        process_peak_mb=max(peak, process_peak),
+    )
+
+
+def tiktoken_stream_reference(enc, path: str, threads: int) -> tuple[int, int]:
+    """(id count, checksum) of encode(whole file, allowed_special={EOT}) via tiktoken."""
+    n_ids, total, first = 0, 0, True
+    docs = iter_docs(path)
+    while batch := list(itertools.islice(docs, 2000)):
+        for ids in enc.encode_ordinary_batch(batch, num_threads=threads):
+            if not first:
+                ids = [enc.eot_token, *ids]  # the separator before this piece
+            first = False
+            total = (total + checksum(ids, n_ids)) % (1 << 64)
+            n_ids += len(ids)
+    return n_ids, total
+
+
+def verify(name, encode_batch, enc, chunks, threads) -> str:
+    """Compare ids with tiktoken's document by document; describe the outcome."""
+    n_diff, n_docs, example = 0, 0, ""
+    for chunk in chunks:
+        want = enc.encode_ordinary_batch(chunk, num_threads=threads)
+        for doc, a, b in zip(chunk, want, encode_batch(chunk)):
+            if a != b and not n_diff:
+                i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                pos = len(enc.decode(a[:i]))
+                example = (
+                    f"; first: doc #{n_docs} token {i}: tiktoken {a[i : i + 4]} vs "
+                    f"{name} {b[i : i + 4]} at {doc[pos : pos + 30]!r}"
+                )
+            n_diff += a != b
+            n_docs += 1
+    if n_diff:
+        return f"{name} ids == tiktoken: NO  <-- {n_diff:,} of {n_docs:,} DOCS DIFFER{example}"
+    return f"{name} ids == tiktoken on every doc: yes, all {n_docs:,} docs"
+
+
+def throughput(enc, hf, tok, docs, hf_docs, warm, threads: int, hf_note: str) -> list[dict]:
+    """Run-after-run MB/s of every single-call and batch API over the same documents."""
+
+    def per_doc(fn):
+        return lambda ds: sum(len(fn(d)) for d in ds)
+
+    def batched(fn):
+        return lambda ds: sum(sum(map(len, fn(c))) for c in chunks_by_bytes(ds, BATCH_BYTES))
+
+    def hf_batch(parallel: bool):
+        hf_n = batched(lambda c: [e.ids for e in hf.encode_batch(c, add_special_tokens=False)])
+
+        def run(ds):
+            os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
+            return hf_n(ds)
+
+        return run
+
+    T, batch_note, hf_1_note = threads, "8 MB batches", hf_note + "; TOKENIZERS_PARALLELISM=false"
+    tt_1 = per_doc(enc.encode_ordinary)
+    tt_n = batched(lambda c: enc.encode_ordinary_batch(c, num_threads=T))
+    runs = [
+        ("tiktoken", "encode_ordinary", 1, tt_1, docs, ""),
+        ("tiktoken", "encode_ordinary_batch", T, tt_n, docs, batch_note),
+    ]
+    if tok:
+        bp_1 = per_doc(tok.encode_ordinary)
+        bp_batch_1 = batched(lambda c: tok.encode_batch(c, num_threads=1))
+        bp_batch_n = batched(lambda c: tok.encode_batch(c, num_threads=T))
+        runs += [
+            ("bytepair", "encode_ordinary", 1, bp_1, docs, ""),
+            ("bytepair", "encode_batch", 1, bp_batch_1, docs, batch_note),
+            ("bytepair", "encode_batch", T, bp_batch_n, docs, batch_note),
+        ]
+    runs += [
+        ("HF tokenizers", "encode_batch", T, hf_batch(True), hf_docs, hf_note),
+        ("HF tokenizers", "encode_batch", 1, hf_batch(False), hf_docs, hf_1_note),
+    ]
+    rows = []
+    for tool, call, n_threads, fn, ds, note in runs:
+        fn(warm)
+        gc.collect()
+        with Timer() as t:
+            n_tok = fn(ds)
+        rows.append(row(tool, call, n_threads, sum(len(d.encode()) for d in ds), t.s, n_tok, note))
+        print(f"  {tool} {call} x{n_threads}: {rows[-1]['mb_s']:.2f} MB/s", flush=True)
+    return rows
+
+
+def numpy_rows(enc, tok, docs, warm) -> tuple[list[dict], list[str]]:
+    """encode_to_numpy on one big string (EOTs included) vs tiktoken.encode of the same."""
+    import numpy as np
+
+    text = EOT.join(docs)
+    tok.encode_to_numpy(warm[0] + EOT + warm[1])
+    with Timer() as t_np:
+        arr = tok.encode_to_numpy(text)
+    with Timer() as t_tt:
+        want = enc.encode(text, allowed_special={EOT})
+    n = len(text.encode())
+    tt = row("tiktoken", "encode(str)", 1, n, t_tt.s, len(want), "one string, EOTs included")
+    note = f"one string, dtype {arr.dtype}"
+    bp = row("bytepair", "encode_to_numpy(str)", None, n, t_np.s, len(arr), note, tt["mb_s"])
+    same = len(arr) == len(want) and np.array_equal(arr, np.asarray(want))
+    return [tt, bp], [f"encode_to_numpy ids == tiktoken.encode: {_yes(same)}"]
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "NO  <-- MISMATCH"
+
+
+def stream_rows(enc, corpus: str, threads: int, check: bool) -> tuple[list[dict], list[str]]:
+    """encode_iterable over the whole file in a fresh child; optionally check its ids."""
+    print("  encode_iterable streaming child over the whole file ...", flush=True)
+    cmd = [sys.executable, os.path.abspath(__file__), "--stream-worker", corpus]
+    run = run_child(cmd, thread_env(threads), 7200)
+    if run["rc"] != 0 or not run["results"]:
+        err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
+        return [], [f"encode_iterable child FAILED rc={run['rc']}: {err}  <-- MISMATCH"]
+    s = run["results"][0]
+    growth = (s["peak_mb"] if s["peak_mb"] is not None else float("nan")) - s["rss_before_mb"]
+    verdict = "OK" if growth < STREAM_GOAL_MB else "OVER"
+    note = (
+        f"RSS {s['rss_before_mb']:.0f} MB before, peak +{growth:.1f} MB ({verdict}: goal "
+        f"< {STREAM_GOAL_MB} MB); child peak RSS {s['process_peak_mb']:.0f} MB"
+    )
+    size = os.path.getsize(corpus)
+    rows = [row("bytepair", "encode_iterable(file)", None, size, s["inner_s"], s["n_ids"], note)]
+    if not check:
+        return rows, []
+    print("  tiktoken over the whole file to check the stream ...", flush=True)
+    n_ref, sum_ref = tiktoken_stream_reference(enc, corpus, threads)
+    same = (n_ref, sum_ref) == (s["n_ids"], s["checksum"])
+    what = "encode_iterable ids == tiktoken.encode(whole file) (count + weighted checksum)"
+    counts = "" if same else f" ({s['n_ids']:,} ids vs {n_ref:,})"
+    return rows, [f"{what}: {_yes(same)}{counts}"]
+
+
+def report(rows: list[dict], checks: list[str], corpus: str) -> None:
+    same_threads = {
+        r["threads"]: r["mb_s"]
+        for r in rows
+        if r["tool"] == "tiktoken" and r["call"].startswith("encode_ordinary")
+    }
+    for r in rows:
+        base = r["base_mb_s"] or same_threads.get(r["threads"])
+        r["vs_tiktoken"] = r["mb_s"] / base if base else None
+    keys = ["tool", "call", "threads", "mb", "mb_s", "vs_tiktoken", "tokens", "note"]
+    print_table(
+        ["tool", "call", "threads", "MB", "MB/s", "vs tiktoken", "tokens", "notes"],
+        [[r[k] for k in keys] for r in rows],
+        title=f"Encoding, GPT-2 vocab, {os.path.basename(corpus)}; MB = 1e6 bytes of "
+        "text; vs tiktoken = MB/s / tiktoken's MB/s with the same threads "
+        "(encode_to_numpy: / tiktoken.encode of the same string)",
+    )
+    print()
+    for c in checks:
+        print(c)
+
+
+def load_tokenizers(threads: int):
+    """tiktoken gpt2, HF BPE and bytepair (None if not importable), all from GPT-2's files."""
+    os.environ.update(thread_env(threads))  # before tokenizers builds its thread pool
+    import tiktoken
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    enc = tiktoken.get_encoding("gpt2")
+    hf = Tokenizer(models.BPE.from_file(str(GPT2_VOCAB), str(GPT2_MERGES)))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # GPT-2 regex
+    hf.decoder = decoders.ByteLevel()
+    bp_error = bytepair_import_error()
+    if bp_error:
+        print(f"bytepair not importable: {bp_error} -- bytepair rows skipped", flush=True)
+        return enc, hf, None
+    import bytepair
+
+    return enc, hf, bytepair.Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, special_tokens=[EOT])
+
+
+def id_checks(enc, hf, tok, rows, docs, hf_docs, threads: int) -> list[str]:
+    """bytepair (every doc, and every run's token count) and HF (its slice) vs tiktoken."""
+    checks = []
+    if tok:
+        bp_batch = functools.partial(tok.encode_batch, num_threads=threads)
+        chunks = chunks_by_bytes(docs, BATCH_BYTES)
+        checks.append(verify("bytepair encode_batch", bp_batch, enc, chunks, threads))
+        want = rows[0]["tokens"]  # tiktoken encode_ordinary over all docs
+        for r in rows:
+            if r["tool"] == "bytepair" and r["tokens"] != want:
+                checks.append(
+                    f"bytepair {r['call']} x{r['threads']}: {r['tokens']:,} tokens "
+                    f"!= tiktoken {want:,}  <-- MISMATCH"
+                )
+
+    def hf_batch(c):
+        return [e.ids for e in hf.encode_batch(c, add_special_tokens=False)]
+
+    checks.append(verify("HF", hf_batch, enc, chunks_by_bytes(hf_docs, BATCH_BYTES), threads))
+    return checks
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=str(CORPUS_DIR / "large.txt"))
+    ap.add_argument("--mb", type=float, default=100, help="first N MB (document boundary)")
+    ap.add_argument("--hf-mb", type=float, default=10, help="HF is slow: first N MB only")
+    ap.add_argument("--threads", type=int, default=2, help="threads of the batch rows")
+    ap.add_argument("--no-stream", action="store_true", help="skip the encode_iterable child")
+    ap.add_argument("--no-stream-check", action="store_true", help="skip the stream's id check")
+    ap.add_argument("--json", help="write the rows and checks here")
+    ap.add_argument("--stream-worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.stream_worker:
+        stream_worker(args.stream_worker)
+        return 0
+    print(common.describe_env(), flush=True)
+    enc, hf, tok = load_tokenizers(args.threads)
+    docs, n_bytes = load_docs(args.corpus, int(args.mb * MB))
+    hf_docs, hf_bytes = load_docs(args.corpus, int(args.hf_mb * MB))
+    warm = load_docs(args.corpus, 1_000_000)[0]
+    print(
+        f"{os.path.basename(args.corpus)}: first {n_bytes / MB:.1f} MB, {len(docs):,} docs "
+        f"(HF: first {hf_bytes / MB:.1f} MB, {len(hf_docs):,} docs)",
+        flush=True,
+    )
+    hf_note = f"first {args.hf_mb:g} MB only (HF is slow)"
+    rows = throughput(enc, hf, tok, docs, hf_docs, warm, args.threads, hf_note)
+    checks = id_checks(enc, hf, tok, rows, docs, hf_docs, args.threads)
+    if tok:
+        more_rows, more_checks = numpy_rows(enc, tok, docs, warm)
+        rows, checks = rows + more_rows, checks + more_checks
+        gc.collect()
+    if tok and not args.no_stream:
+        more_rows, more_checks = stream_rows(
+            enc, args.corpus, args.threads, not args.no_stream_check
+        )
+        rows, checks = rows + more_rows, checks + more_checks
+    report(rows, checks, args.corpus)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "checks": checks}, f, indent=1)
+    bad = [c for c in checks if "NO  <--" in c or "MISMATCH" in c]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
