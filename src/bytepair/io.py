@@ -93,14 +93,19 @@ def read_gpt2(vocab_path: str | os.PathLike, merges_path: str | os.PathLike,
     return vocab, merges
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Writes `text` to `path` through a temp file in the same folder and a rename."""
+def _write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+    """Writes `data` to `path` through a temp file in the same folder and a rename, so a reader
+    never sees a partial file; the file gets the usual permissions (0666 less the umask)."""
+    path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -226,3 +231,15 @@ def load(path: str | os.PathLike) -> Tokenizer:
     if tok.special_tokens != specials:
         raise ValueError(f"{path}: the special tokens' ids do not match the vocabulary")
     return tok
+
+
+def write_npy_atomic(path: str | os.PathLike, array: object) -> None:
+    """Saves a numpy array as `.npy`, atomically."""
+    import io as _io
+
+    import numpy as np
+
+    buffer = _io.BytesIO()
+    np.save(buffer, array)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(path, buffer.getvalue())

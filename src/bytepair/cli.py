@@ -1,0 +1,97 @@
+"""The `bytepair` command: a thin argparse layer over the public API. Every error becomes one
+clear line on stderr and exit status 2 (1 for an interrupt); no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bytepair", description="Byte-level BPE tokenizers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="train a tokenizer on text files")
+    train.add_argument("inputs", nargs="+", type=Path, help="UTF-8 text files")
+    train.add_argument("--vocab-size", type=int, required=True,
+                       help="total vocabulary: 256 bytes + merges + special tokens")
+    train.add_argument("--special-token", action="append", default=[], dest="special_tokens",
+                       metavar="TOKEN", help="a special token (repeat for several)")
+    train.add_argument("-o", "--output", type=Path, required=True,
+                       help="output folder: vocab.json, merges.txt, bytepair.model")
+    train.add_argument("--pattern", default="gpt2",
+                       help="pretokenization: a preset name (gpt2) or a regex (default: gpt2)")
+    train.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    train.add_argument("--errors", choices=["replace", "strict"], default="replace",
+                       help="invalid UTF-8: replace with U+FFFD (default) or fail")
+    train.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
+
+    encode = sub.add_parser("encode", help="encode a text file to token ids with a saved tokenizer")
+    encode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
+    encode.add_argument("input", type=Path, help="UTF-8 text file")
+    encode.add_argument("-o", "--output", type=Path, required=True,
+                        help="output .npy file of token ids (uint16 or uint32)")
+
+    sample = sub.add_parser("sample-corpus", help="write a sample corpus (the Python standard "
+                            "library's docstrings, documents separated by <|endoftext|>)")
+    sample.add_argument("output", type=Path)
+    return parser
+
+
+def _train(args: argparse.Namespace) -> None:
+    from .train import train_with_report
+
+    progress = None if not args.quiet else False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tok, report = train_with_report(
+            args.inputs, args.vocab_size, args.special_tokens, pattern=args.pattern,
+            num_threads=args.threads, errors=args.errors, progress=progress,
+        )
+    tok.save(args.output)
+    for w in caught:
+        print(f"bytepair: warning: {w.message}", file=sys.stderr)
+    if not args.quiet:
+        print(report.summary(), file=sys.stderr)
+        print(f"wrote {args.output}/vocab.json, merges.txt, bytepair.model", file=sys.stderr)
+
+
+def _encode(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from .io import load, write_npy_atomic
+
+    tok = load(args.model)
+    text = args.input.read_text(encoding="utf-8", errors="replace")
+    ids = tok.encode_to_numpy(text)
+    write_npy_atomic(args.output, ids)
+    print(f"wrote {len(ids):,} ids ({np.dtype(ids.dtype).name}) to {args.output}", file=sys.stderr)
+
+
+def _sample(args: argparse.Namespace) -> None:
+    from .sample import write_sample_corpus
+
+    n_docs, n_bytes = write_sample_corpus(args.output)
+    print(f"wrote {n_docs:,} documents ({n_bytes:,} bytes) to {args.output}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        {"train": _train, "encode": _encode, "sample-corpus": _sample}[args.command](args)
+    except KeyboardInterrupt:
+        print("bytepair: interrupted", file=sys.stderr)
+        return 1
+    except (OSError, ValueError, TypeError, KeyError, MemoryError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"bytepair: error: {message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
