@@ -1,4 +1,4 @@
-"""Generate rust/src/tables.rs: the character classes of the GPT-2 pattern, read off the `regex` package.
+"""Generate rust/src/tables.rs: the GPT-2 pattern's character classes, read off `regex`.
 
 The hand-written pretokenizer must agree with `regex.finditer(GPT2_PATTERN, s)` on every code point,
 so its tables come from the oracle itself rather than from another Unicode database (whose version

@@ -16,7 +16,10 @@ use crate::FastMap;
 pub enum CountError {
     /// Reading the input failed.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// Invalid UTF-8 in strict mode.
     #[error("{path}: invalid UTF-8 at byte offset {offset}")]
     InvalidUtf8 { path: PathBuf, offset: u64 },
@@ -130,7 +133,8 @@ impl Counter {
             return;
         }
         let key = pack(word);
-        let mixed = ((key as u64) ^ ((key >> 64) as u64).rotate_left(23)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mixed = ((key as u64) ^ ((key >> 64) as u64).rotate_left(23))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let slot = (mixed >> (64 - HOT_BITS)) as usize;
         if self.hot_keys[slot] == key {
             self.hot_counts[slot] += 1;
@@ -237,7 +241,10 @@ pub fn count_file(
     config: &CountConfig,
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<(WordCounts, CountStats), CountError> {
-    let io_err = |source| CountError::Io { path: path.to_owned(), source };
+    let io_err = |source| CountError::Io {
+        path: path.to_owned(),
+        source,
+    };
     let mut file = File::open(path).map_err(io_err)?;
     file.seek(SeekFrom::Start(start)).map_err(io_err)?;
     let mut reader = file.take(end.saturating_sub(start));
@@ -248,14 +255,16 @@ pub fn count_file(
         let workers: Vec<_> = (0..config.num_threads.max(1))
             .map(|_| scope.spawn(|| count_chunks(&rx, config)))
             .collect();
-        let read = read_chunks(&mut reader, config, &mut stats, start, progress, &tx)
-            .map_err(|e| match e {
+        let read = read_chunks(&mut reader, config, &mut stats, start, progress, &tx).map_err(
+            |e| match e {
                 ReadError::Io(source) => io_err(source),
-                ReadError::InvalidUtf8(offset) => {
-                    CountError::InvalidUtf8 { path: path.to_owned(), offset }
-                }
+                ReadError::InvalidUtf8(offset) => CountError::InvalidUtf8 {
+                    path: path.to_owned(),
+                    offset,
+                },
                 ReadError::Interrupted => CountError::Interrupted,
-            });
+            },
+        );
         drop(tx);
         let mut total = WordCounts::default();
         let mut first_err = read.err();
@@ -417,9 +426,13 @@ mod tests {
             chunk_size,
             num_threads,
         };
-        let whole = count_file(&path, 0, u64::MAX, &config(1 << 20, 1), &mut |_| true).unwrap().0;
+        let whole = count_file(&path, 0, u64::MAX, &config(1 << 20, 1), &mut |_| true)
+            .unwrap()
+            .0;
         for (size, threads) in [(1, 1), (3, 2), (17, 2), (64, 1)] {
-            let got = count_file(&path, 0, u64::MAX, &config(size, threads), &mut |_| true).unwrap().0;
+            let got = count_file(&path, 0, u64::MAX, &config(size, threads), &mut |_| true)
+                .unwrap()
+                .0;
             assert_eq!(got, whole, "chunk size {size}");
         }
         std::fs::remove_dir_all(&dir).unwrap();

@@ -7,8 +7,8 @@
 //! Performance notes: a per-call cache maps a pretoken's bytes to its ids (bounded, cleared when
 //! full); `encode_batch` gives each worker its own cache, so the encoder itself is immutable.
 
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 
@@ -20,11 +20,18 @@ use crate::FastMap;
 #[derive(Debug, thiserror::Error)]
 pub enum EncodeError {
     /// The vocabulary lacks a single byte.
-    #[error("the vocabulary has no token for byte {0:#04x}; a byte-level vocabulary needs all 256")]
+    #[error(
+        "the vocabulary has no token for byte {0:#04x}; a byte-level vocabulary needs all 256"
+    )]
     MissingByte(u8),
     /// A merge names a token that is not in the vocabulary.
     #[error("merge {rank} ({left:?}, {right:?}): {missing:?} is not in the vocabulary")]
-    BadMerge { rank: usize, left: Vec<u8>, right: Vec<u8>, missing: Vec<u8> },
+    BadMerge {
+        rank: usize,
+        left: Vec<u8>,
+        right: Vec<u8>,
+        missing: Vec<u8>,
+    },
     /// Two ids share one byte string.
     #[error("token ids {0} and {1} have the same bytes")]
     DuplicateToken(TokenId, TokenId),
@@ -82,7 +89,10 @@ impl Encoder {
         specials: Vec<(String, TokenId)>,
         pattern: &str,
     ) -> Result<Self, EncodeError> {
-        let ids = vocab.iter().map(|(id, _)| *id).chain(specials.iter().map(|(_, id)| *id));
+        let ids = vocab
+            .iter()
+            .map(|(id, _)| *id)
+            .chain(specials.iter().map(|(_, id)| *id));
         let max_id = ids.map(|id| id as usize + 1).max().unwrap_or(0);
         let mut decoder: Vec<Option<Box<[u8]>>> = vec![None; max_id];
         let mut id_of: FastMap<Vec<u8>, TokenId> = FastMap::default();
@@ -106,12 +116,15 @@ impl Encoder {
         for (rank, (left, right)) in merges.into_iter().enumerate() {
             let joined = [left.as_slice(), right.as_slice()].concat();
             let find = |bytes: &Vec<u8>| {
-                id_of.get(bytes).copied().ok_or_else(|| EncodeError::BadMerge {
-                    rank,
-                    left: left.clone(),
-                    right: right.clone(),
-                    missing: bytes.clone(),
-                })
+                id_of
+                    .get(bytes)
+                    .copied()
+                    .ok_or_else(|| EncodeError::BadMerge {
+                        rank,
+                        left: left.clone(),
+                        right: right.clone(),
+                        missing: bytes.clone(),
+                    })
             };
             let pair = (find(&left)?, find(&right)?);
             let new = find(&joined)?;
@@ -134,10 +147,18 @@ impl Encoder {
 
     /// The special tokens matched in a call: `None` means all, else those named (unknown names
     /// are an error of the caller, checked in Python).
-    pub fn special_set(&self, allowed: Option<&[String]>) -> Result<Option<SpecialSet>, EncodeError> {
-        let Some(names) = allowed else { return Ok(None) };
-        let chosen: Vec<&(String, TokenId)> =
-            self.special_list.iter().filter(|(t, _)| names.contains(t)).collect();
+    pub fn special_set(
+        &self,
+        allowed: Option<&[String]>,
+    ) -> Result<Option<SpecialSet>, EncodeError> {
+        let Some(names) = allowed else {
+            return Ok(None);
+        };
+        let chosen: Vec<&(String, TokenId)> = self
+            .special_list
+            .iter()
+            .filter(|(t, _)| names.contains(t))
+            .collect();
         let texts: Vec<&str> = chosen.iter().map(|(t, _)| t.as_str()).collect();
         Ok(Some(SpecialSet {
             matcher: Specials::new(&texts)?,
@@ -150,7 +171,11 @@ impl Encoder {
     }
 
     /// Encodes `text`, matching the special tokens of `set` (None: all of them).
-    pub fn encode(&self, text: &str, set: &Option<SpecialSet>) -> Result<Vec<TokenId>, EncodeError> {
+    pub fn encode(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+    ) -> Result<Vec<TokenId>, EncodeError> {
         let mut out = Vec::with_capacity(text.len() / 3);
         self.encode_into(text, self.resolve(set), &mut Cache::default(), &mut out)?;
         Ok(out)
@@ -168,7 +193,9 @@ impl Encoder {
         set.matcher.for_each_piece(text, |piece| match piece {
             Piece::Special(i) => out.push(set.ids[i]),
             Piece::Text(t) if result.is_ok() => {
-                result = self.pretok.for_each(t, |word| self.encode_word(word.as_bytes(), cache, out));
+                result = self
+                    .pretok
+                    .for_each(t, |word| self.encode_word(word.as_bytes(), cache, out));
             }
             Piece::Text(_) => {}
         });
@@ -255,7 +282,9 @@ impl Encoder {
             let mut j = 0;
             let mut i = 0;
             while i < tokens.len() {
-                if i + 1 < tokens.len() && self.ranks.get(&(tokens[i], tokens[i + 1])).map(|r| r.0) == Some(rank) {
+                if i + 1 < tokens.len()
+                    && self.ranks.get(&(tokens[i], tokens[i + 1])).map(|r| r.0) == Some(rank)
+                {
                     tokens[j] = new;
                     i += 2;
                 } else {
@@ -279,7 +308,9 @@ impl Encoder {
         let mut heap = BinaryHeap::new();
         let rank_at = |tok: &[TokenId], next: &[usize], i: usize| -> Option<u32> {
             let j = next[i];
-            (j < n).then(|| self.ranks.get(&(tok[i], tok[j])).map(|r| r.0)).flatten()
+            (j < n)
+                .then(|| self.ranks.get(&(tok[i], tok[j])).map(|r| r.0))
+                .flatten()
         };
         for i in 0..n {
             if let Some(r) = rank_at(&tok, &next, i) {
@@ -338,8 +369,12 @@ mod tests {
     use crate::pretokenize::GPT2_PATTERN;
 
     fn toy() -> Encoder {
-        let mut vocab: Vec<(TokenId, Vec<u8>)> = (0..=255u8).map(|b| (b as TokenId, vec![b])).collect();
-        let merges = vec![(b"a".to_vec(), b"a".to_vec()), (b"aa".to_vec(), b"aa".to_vec())];
+        let mut vocab: Vec<(TokenId, Vec<u8>)> =
+            (0..=255u8).map(|b| (b as TokenId, vec![b])).collect();
+        let merges = vec![
+            (b"a".to_vec(), b"a".to_vec()),
+            (b"aa".to_vec(), b"aa".to_vec()),
+        ];
         vocab.push((256, b"aa".to_vec()));
         vocab.push((257, b"aaaa".to_vec()));
         Encoder::new(vocab, merges, vec![("<s>".into(), 258)], GPT2_PATTERN).unwrap()
@@ -364,6 +399,9 @@ mod tests {
         let none = enc.special_set(Some(&[])).unwrap();
         assert_eq!(enc.encode("a<s>", &none).unwrap(), [97, 60, 115, 62]);
         assert_eq!(enc.decode_bytes(&ids).unwrap(), b"aaaaa<s>a");
-        assert!(matches!(enc.decode_bytes(&[999]), Err(EncodeError::UnknownId(999))));
+        assert!(matches!(
+            enc.decode_bytes(&[999]),
+            Err(EncodeError::UnknownId(999))
+        ));
     }
 }

@@ -5,6 +5,7 @@
 pub mod count;
 pub mod encode;
 pub mod pretokenize;
+#[rustfmt::skip]
 mod tables;
 pub mod train;
 

@@ -90,7 +90,10 @@ fn gpt2_token_end(b: &[u8], i: usize) -> usize {
         match b[i + 1] {
             b's' | b'd' | b'm' | b't' => return i + 2,
             b'l' | b'v' | b'r' if i + 2 < n => {
-                if matches!((b[i + 1], b[i + 2]), (b'l', b'l') | (b'v', b'e') | (b'r', b'e')) {
+                if matches!(
+                    (b[i + 1], b[i + 2]),
+                    (b'l', b'l') | (b'v', b'e') | (b'r', b'e')
+                ) {
                     return i + 3;
                 }
             }
@@ -298,7 +301,10 @@ mod tests {
         assert_eq!(gpt2("Hello world"), ["Hello", " world"]);
         assert_eq!(gpt2("it's  a\n\n b"), ["it", "'s", " ", " a", "\n\n", " b"]);
         assert_eq!(gpt2("x 'll?'s  "), ["x", " '", "ll", "?'", "s", "  "]);
-        assert_eq!(gpt2("a\tb \u{3000}c 12 3"), ["a", "\t", "b", " ", "\u{3000}", "c", " 12", " 3"]);
+        assert_eq!(
+            gpt2("a\tb \u{3000}c 12 3"),
+            ["a", "\t", "b", " ", "\u{3000}", "c", " 12", " 3"]
+        );
         assert_eq!(gpt2(""), Vec::<&str>::new());
     }
 

@@ -11,7 +11,7 @@ use pyo3::types::PyBytes;
 
 use crate::count::{self, CountConfig, CountError, WordCounts};
 use crate::encode::{EncodeError, Encoder, SpecialSet};
-use crate::pretokenize::{PretokenizeError, Pretokenizer, Specials, GPT2_PATTERN};
+use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials, GPT2_PATTERN};
 use crate::train::{self, TokenId};
 
 fn pretokenize_err(e: PretokenizeError) -> PyErr {
@@ -46,7 +46,10 @@ struct Progress {
 
 impl Progress {
     fn new(callback: Option<Py<PyAny>>) -> Self {
-        Progress { callback, error: None }
+        Progress {
+            callback,
+            error: None,
+        }
     }
 
     fn report(&mut self, done: u64) -> bool {
@@ -82,11 +85,15 @@ pub struct PyWordCounts {
 
 impl PyWordCounts {
     fn wrap(counts: WordCounts) -> Self {
-        PyWordCounts { inner: Mutex::new(counts) }
+        PyWordCounts {
+            inner: Mutex::new(counts),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, WordCounts> {
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -116,7 +123,9 @@ impl PyWordCounts {
     /// Adds the counts of `other` into this table.
     fn merge(&self, py: Python<'_>, other: &PyWordCounts) -> PyResult<()> {
         if std::ptr::eq(self, other) {
-            return Err(PyValueError::new_err("cannot merge a WordCounts into itself"));
+            return Err(PyValueError::new_err(
+                "cannot merge a WordCounts into itself",
+            ));
         }
         let theirs = other.lock().clone();
         let mut mine = std::mem::take(&mut *self.lock());
@@ -133,7 +142,10 @@ impl PyWordCounts {
         let mut items = Vec::new();
         self.lock().for_each(|w, n| items.push((w.to_vec(), n)));
         items.sort_unstable();
-        items.into_iter().map(|(w, n)| (PyBytes::new(py, &w), n)).collect()
+        items
+            .into_iter()
+            .map(|(w, n)| (PyBytes::new(py, &w), n))
+            .collect()
     }
 
     fn __getnewargs__<'py>(&self, py: Python<'py>) -> (Vec<(Bound<'py, PyBytes>, u64)>,) {
@@ -166,9 +178,8 @@ fn count_file(
         num_threads,
     };
     let mut reporter = Progress::new(progress);
-    let result = py.detach(|| {
-        count::count_file(&path, start, end, &config, &mut |n| reporter.report(n))
-    });
+    let result =
+        py.detach(|| count::count_file(&path, start, end, &config, &mut |n| reporter.report(n)));
     let result = result
         .map(|(counts, stats)| (PyWordCounts::wrap(counts), stats.n_bytes, stats.n_replaced))
         .map_err(count_err);
@@ -193,7 +204,9 @@ fn count_texts(
         chunk_size: 0,
         num_threads,
     };
-    let found = py.detach(|| count::count_texts(&texts, &config)).map_err(pretokenize_err)?;
+    let found = py
+        .detach(|| count::count_texts(&texts, &config))
+        .map_err(pretokenize_err)?;
     let mut mine = std::mem::take(&mut *counts.lock());
     mine = py.detach(move || {
         mine.merge(found);
@@ -202,6 +215,26 @@ fn count_texts(
     *counts.lock() = mine;
     Ok(())
 }
+
+/// The pieces of `text`: special tokens (as themselves) and pretokens, in order.
+#[pyfunction]
+#[pyo3(signature = (text, *, special_tokens, pattern))]
+fn pretokenize(text: &str, special_tokens: Vec<String>, pattern: &str) -> PyResult<Vec<String>> {
+    let specials = Specials::new(&special_tokens).map_err(pretokenize_err)?;
+    let pretok = Pretokenizer::new(pattern).map_err(pretokenize_err)?;
+    let mut out = Vec::new();
+    let mut result = Ok(());
+    specials.for_each_piece(text, |piece| match piece {
+        Piece::Special(i) => out.push(special_tokens[i].clone()),
+        Piece::Text(t) if result.is_ok() => result = pretok.for_each(t, |w| out.push(w.to_owned())),
+        Piece::Text(_) => {}
+    });
+    result.map_err(pretokenize_err)?;
+    Ok(out)
+}
+
+/// Merges as id pairs, and the bytes of every id.
+type TrainOutput<'py> = (Vec<(TokenId, TokenId)>, Vec<Bound<'py, PyBytes>>);
 
 /// Runs `num_merges` merges on `counts`; returns (merges as id pairs, bytes of every id).
 /// With `consume`, the table is emptied (its memory is reused) instead of copied.
@@ -213,8 +246,12 @@ fn train_bpe<'py>(
     num_merges: usize,
     consume: bool,
     progress: Option<Py<PyAny>>,
-) -> PyResult<(Vec<(TokenId, TokenId)>, Vec<Bound<'py, PyBytes>>)> {
-    let table = if consume { std::mem::take(&mut *counts.lock()) } else { counts.lock().clone() };
+) -> PyResult<TrainOutput<'py>> {
+    let table = if consume {
+        std::mem::take(&mut *counts.lock())
+    } else {
+        counts.lock().clone()
+    };
     let mut reporter = Progress::new(progress);
     let result = py.detach(|| train::train(table, num_merges, &mut |n| reporter.report(n as u64)));
     let vocab = result.vocab.iter().map(|b| PyBytes::new(py, b)).collect();
@@ -239,14 +276,22 @@ impl PyEncoder {
         pattern: &str,
     ) -> PyResult<Self> {
         let inner = py.detach(|| Encoder::new(vocab, merges, special_tokens, pattern));
-        Ok(PyEncoder { inner: inner.map_err(encode_err)? })
+        Ok(PyEncoder {
+            inner: inner.map_err(encode_err)?,
+        })
     }
 
     /// Ids of `text`; `allowed_special` None means all special tokens are matched.
     #[pyo3(signature = (text, allowed_special=None))]
-    fn encode(&self, py: Python<'_>, text: &str, allowed_special: Option<Vec<String>>) -> PyResult<Vec<TokenId>> {
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed_special: Option<Vec<String>>,
+    ) -> PyResult<Vec<TokenId>> {
         let set = self.set(allowed_special)?;
-        py.detach(|| self.inner.encode(text, &set)).map_err(encode_err)
+        py.detach(|| self.inner.encode(text, &set))
+            .map_err(encode_err)
     }
 
     /// The same ids as `encode`, as a numpy array (uint16 when `small`, else uint32).
@@ -259,7 +304,9 @@ impl PyEncoder {
         small: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let set = self.set(allowed_special)?;
-        let ids = py.detach(|| self.inner.encode(text, &set)).map_err(encode_err)?;
+        let ids = py
+            .detach(|| self.inner.encode(text, &set))
+            .map_err(encode_err)?;
         if small {
             let narrow: Vec<u16> = py.detach(|| ids.iter().map(|&i| i as u16).collect());
             Ok(PyArray1::from_vec(py, narrow).into_any())
@@ -278,7 +325,8 @@ impl PyEncoder {
         num_threads: usize,
     ) -> PyResult<Vec<Vec<TokenId>>> {
         let set = self.set(allowed_special)?;
-        py.detach(|| self.inner.encode_batch(&texts, &set, num_threads)).map_err(encode_err)
+        py.detach(|| self.inner.encode_batch(&texts, &set, num_threads))
+            .map_err(encode_err)
     }
 
     /// Encodes the longest prefix of `text` whose ids cannot change with more text; returns the
@@ -299,15 +347,23 @@ impl PyEncoder {
     }
 
     /// The bytes of `ids`, concatenated; an unknown id raises KeyError.
-    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<TokenId>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = py.detach(|| self.inner.decode_bytes(&ids)).map_err(encode_err)?;
+    fn decode_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<TokenId>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py
+            .detach(|| self.inner.decode_bytes(&ids))
+            .map_err(encode_err)?;
         Ok(PyBytes::new(py, &bytes))
     }
 }
 
 impl PyEncoder {
     fn set(&self, allowed: Option<Vec<String>>) -> PyResult<Option<SpecialSet>> {
-        self.inner.special_set(allowed.as_deref()).map_err(encode_err)
+        self.inner
+            .special_set(allowed.as_deref())
+            .map_err(encode_err)
     }
 }
 
@@ -320,5 +376,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count_file, m)?)?;
     m.add_function(wrap_pyfunction!(count_texts, m)?)?;
     m.add_function(wrap_pyfunction!(train_bpe, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     Ok(())
 }

@@ -133,7 +133,10 @@ struct PairIndex {
 
 impl PairIndex {
     fn new(words: &Words) -> Self {
-        let mut index = PairIndex { counts: FastMap::default(), words_of: FastMap::default() };
+        let mut index = PairIndex {
+            counts: FastMap::default(),
+            words_of: FastMap::default(),
+        };
         for w in 0..words.spans.len() {
             let word = words.word(w);
             for pair in word.windows(2).map(|p| (p[0], p[1])) {
@@ -150,7 +153,13 @@ impl PairIndex {
 
 /// Merges `(a, b)` into `new` in word `w`, left to right and non-overlapping, and records the
 /// change of every pair count in `delta` (only neighbours of an occurrence change).
-fn merge_word(words: &mut Words, w: usize, (a, b): Pair, new: TokenId, delta: &mut Vec<(Pair, i64)>) {
+fn merge_word(
+    words: &mut Words,
+    w: usize,
+    (a, b): Pair,
+    new: TokenId,
+    delta: &mut Vec<(Pair, i64)>,
+) {
     let (start, len) = words.spans[w];
     let c = words.counts[w] as i64;
     let t = &mut words.tokens[start..start + len];
@@ -208,7 +217,9 @@ pub fn train(
 
     while merges.len() < num_merges {
         // 1. The best pair: pop until an entry's count is current.
-        let Some((stored, pair)) = heap.pop(&vocab) else { break };
+        let Some((stored, pair)) = heap.pop(&vocab) else {
+            break;
+        };
         let current = index.counts.get(&pair).copied().unwrap_or(0);
         if current != stored {
             if current > 0 {
@@ -218,7 +229,11 @@ pub fn train(
         }
         // 2. The new token.
         let new = vocab.len() as TokenId;
-        let bytes = [vocab[pair.0 as usize].as_slice(), vocab[pair.1 as usize].as_slice()].concat();
+        let bytes = [
+            vocab[pair.0 as usize].as_slice(),
+            vocab[pair.1 as usize].as_slice(),
+        ]
+        .concat();
         vocab.push(bytes);
         merges.push(pair);
         // 3. Merge it in every word it occurs in, collecting count changes.
@@ -278,7 +293,10 @@ mod tests {
 
     fn merged_bytes(r: &TrainResult) -> Vec<String> {
         let s = |id: TokenId| String::from_utf8_lossy(&r.vocab[id as usize]).into_owned();
-        r.merges.iter().map(|&(a, b)| format!("{} {}", s(a), s(b))).collect()
+        r.merges
+            .iter()
+            .map(|&(a, b)| format!("{} {}", s(a), s(b)))
+            .collect()
     }
 
     #[test]
@@ -303,6 +321,9 @@ mod tests {
     fn stops_early_when_no_pair_is_left() {
         let r = train(counts(&[("ab", 1), ("c", 9)]), 10, &mut |_| true);
         assert_eq!(merged_bytes(&r), ["a b"]);
-        assert_eq!(train(WordCounts::default(), 5, &mut |_| true).merges.len(), 0);
+        assert_eq!(
+            train(WordCounts::default(), 5, &mut |_| true).merges.len(),
+            0
+        );
     }
 }

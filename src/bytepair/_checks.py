@@ -1,4 +1,4 @@
-"""Argument checks shared by training and encoding: each error says what was passed and how to fix it."""
+"""Argument checks shared by training and encoding: errors say what was passed and how to fix it."""
 
 from __future__ import annotations
 

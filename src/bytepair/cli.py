@@ -16,27 +16,59 @@ def _parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train", help="train a tokenizer on text files")
     train.add_argument("inputs", nargs="+", type=Path, help="UTF-8 text files")
-    train.add_argument("--vocab-size", type=int, required=True,
-                       help="total vocabulary: 256 bytes + merges + special tokens")
-    train.add_argument("--special-token", action="append", default=[], dest="special_tokens",
-                       metavar="TOKEN", help="a special token (repeat for several)")
-    train.add_argument("-o", "--output", type=Path, required=True,
-                       help="output folder: vocab.json, merges.txt, bytepair.model")
-    train.add_argument("--pattern", default="gpt2",
-                       help="pretokenization: a preset name (gpt2) or a regex (default: gpt2)")
-    train.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
-    train.add_argument("--errors", choices=["replace", "strict"], default="replace",
-                       help="invalid UTF-8: replace with U+FFFD (default) or fail")
+    train.add_argument(
+        "--vocab-size",
+        type=int,
+        required=True,
+        help="total vocabulary: 256 bytes + merges + special tokens",
+    )
+    train.add_argument(
+        "--special-token",
+        action="append",
+        default=[],
+        dest="special_tokens",
+        metavar="TOKEN",
+        help="a special token (repeat for several)",
+    )
+    train.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="output folder: vocab.json, merges.txt, bytepair.model",
+    )
+    train.add_argument(
+        "--pattern",
+        default="gpt2",
+        help="pretokenization: a preset name (gpt2) or a regex (default: gpt2)",
+    )
+    train.add_argument(
+        "--threads", type=int, default=None, help="worker threads (default: all cores)"
+    )
+    train.add_argument(
+        "--errors",
+        choices=["replace", "strict"],
+        default="replace",
+        help="invalid UTF-8: replace with U+FFFD (default) or fail",
+    )
     train.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
 
     encode = sub.add_parser("encode", help="encode a text file to token ids with a saved tokenizer")
     encode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
     encode.add_argument("input", type=Path, help="UTF-8 text file")
-    encode.add_argument("-o", "--output", type=Path, required=True,
-                        help="output .npy file of token ids (uint16 or uint32)")
+    encode.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="output .npy file of token ids (uint16 or uint32)",
+    )
 
-    sample = sub.add_parser("sample-corpus", help="write a sample corpus (the Python standard "
-                            "library's docstrings, documents separated by <|endoftext|>)")
+    sample = sub.add_parser(
+        "sample-corpus",
+        help="write a sample corpus (the Python standard "
+        "library's docstrings, documents separated by <|endoftext|>)",
+    )
     sample.add_argument("output", type=Path)
     return parser
 
@@ -48,8 +80,13 @@ def _train(args: argparse.Namespace) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tok, report = train_with_report(
-            args.inputs, args.vocab_size, args.special_tokens, pattern=args.pattern,
-            num_threads=args.threads, errors=args.errors, progress=progress,
+            args.inputs,
+            args.vocab_size,
+            args.special_tokens,
+            pattern=args.pattern,
+            num_threads=args.threads,
+            errors=args.errors,
+            progress=progress,
         )
     tok.save(args.output)
     for w in caught:

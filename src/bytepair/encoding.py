@@ -78,7 +78,7 @@ class Tokenizer:
     ) -> Tokenizer:
         """Reads GPT-2-format `vocab.json` and `merges.txt` (SPEC §3).
 
-        >>> tok = Tokenizer.from_files("vocab.json", "merges.txt", ["<|endoftext|>"])  # doctest: +SKIP
+        >>> Tokenizer.from_files("vocab.json", "merges.txt", ["<|endoftext|>"])  # doctest: +SKIP
         """
         from .io import read_gpt2
 
@@ -125,8 +125,9 @@ class Tokenizer:
         save(self, directory)
 
     # --- encoding ----------------------------------------------------------------------------
-    def _policy(self, allowed_special: AllowedSpecial,
-                disallowed_special: AllowedSpecial) -> tuple[list[str] | None, frozenset[str]]:
+    def _policy(
+        self, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial
+    ) -> tuple[list[str] | None, frozenset[str]]:
         """(special tokens to match, None meaning all; special tokens that must not occur)."""
         known = set(self._special_ids)
         allowed = known if allowed_special == "all" else set(allowed_special)
@@ -156,8 +157,13 @@ class Tokenizer:
                 f"To disable this check for all special tokens, pass `disallowed_special=()`.\n"
             )
 
-    def encode(self, text: str, *, allowed_special: AllowedSpecial = "all",
-               disallowed_special: AllowedSpecial = ()) -> list[int]:
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = "all",
+        disallowed_special: AllowedSpecial = (),
+    ) -> list[int]:
         """Ids of `text`. By default every special token of the tokenizer is matched (CS336);
         tiktoken's strict default is `allowed_special=set(), disallowed_special="all"`.
 
@@ -173,9 +179,14 @@ class Tokenizer:
         """Ids of `text` with special-token text encoded as plain text."""
         return self._core.encode(_check_text(text), [])
 
-    def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None,
-                     allowed_special: AllowedSpecial = "all",
-                     disallowed_special: AllowedSpecial = ()) -> list[list[int]]:
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        num_threads: int | None = None,
+        allowed_special: AllowedSpecial = "all",
+        disallowed_special: AllowedSpecial = (),
+    ) -> list[list[int]]:
         """`[encode(t) for t in texts]`, in parallel on `num_threads` threads (default: all)."""
         texts = [_check_text(t) for t in texts]
         allowed, disallowed = self._policy(allowed_special, disallowed_special)
@@ -183,15 +194,21 @@ class Tokenizer:
             self._refuse(t, disallowed)
         return self._core.encode_batch(texts, allowed, check_num_threads(num_threads))
 
-    def encode_ordinary_batch(self, texts: Sequence[str], *,
-                              num_threads: int | None = None) -> list[list[int]]:
+    def encode_ordinary_batch(
+        self, texts: Sequence[str], *, num_threads: int | None = None
+    ) -> list[list[int]]:
         """`[encode_ordinary(t) for t in texts]`, in parallel."""
         texts = [_check_text(t) for t in texts]
         return self._core.encode_batch(texts, [], check_num_threads(num_threads))
 
-    def encode_to_numpy(self, text: str, *, dtype: object = None,
-                        allowed_special: AllowedSpecial = "all",
-                        disallowed_special: AllowedSpecial = ()):
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        dtype: object = None,
+        allowed_special: AllowedSpecial = "all",
+        disallowed_special: AllowedSpecial = (),
+    ):
         """Ids of `text` as a numpy array: uint16 when every id fits, else uint32 (or `dtype`:
         uint16 or uint32).
 
@@ -204,15 +221,22 @@ class Tokenizer:
         allowed, disallowed = self._policy(allowed_special, disallowed_special)
         self._refuse(text, disallowed)
         fits = self.n_vocab <= 1 << 16
-        wanted = np.dtype(dtype) if dtype is not None else np.dtype(np.uint16 if fits else np.uint32)
+        wanted = (
+            np.dtype(dtype) if dtype is not None else np.dtype(np.uint16 if fits else np.uint32)
+        )
         if wanted not in (np.uint16, np.uint32):
             raise ValueError(f"dtype must be uint16 or uint32, got {wanted}")
         if wanted == np.uint16 and not fits:
             raise ValueError(f"dtype uint16 cannot hold ids up to {self.n_vocab - 1}; use uint32")
         return self._core.encode_to_numpy(text, allowed, wanted == np.uint16)
 
-    def encode_iterable(self, iterable: Iterable[str], *, allowed_special: AllowedSpecial = "all",
-                        disallowed_special: AllowedSpecial = ()) -> Iterator[int]:
+    def encode_iterable(
+        self,
+        iterable: Iterable[str],
+        *,
+        allowed_special: AllowedSpecial = "all",
+        disallowed_special: AllowedSpecial = (),
+    ) -> Iterator[int]:
         """Lazily yields `encode("".join(iterable))`, in constant memory: text is encoded up to
         the last point that more text cannot change (a pretoken or special token may span items).
 
@@ -235,7 +259,7 @@ class Tokenizer:
             self._refuse(done_tail + buffer, disallowed)
             ids, n_chars = self._core.encode_prefix(buffer, allowed)
             if n_chars:
-                done_tail = buffer[max(0, n_chars - keep):n_chars] if keep else ""
+                done_tail = buffer[max(0, n_chars - keep) : n_chars] if keep else ""
                 buffer = buffer[n_chars:]
                 threshold = len(buffer) + _STREAM_CHARS
                 yield from ids
@@ -253,7 +277,9 @@ class Tokenizer:
         try:
             return self._core.decode_bytes(ids)
         except KeyError as e:
-            raise KeyError(f"token id {e.args[0]} is not in the vocabulary (0..{self.n_vocab - 1})") from None
+            raise KeyError(
+                f"token id {e.args[0]} is not in the vocabulary (0..{self.n_vocab - 1})"
+            ) from None
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of `ids`; malformed UTF-8 becomes U+FFFD.

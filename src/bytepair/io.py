@@ -24,8 +24,11 @@ MODEL_HEADER = "#bytepair-model v1"
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte → printable character table: 188 printable bytes map to themselves, the
     other 68 to chr(256 + n) in byte order."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     table = {b: chr(b) for b in printable}
     n = 0
     for b in range(256):
@@ -53,11 +56,14 @@ def decode_token(text: str, where: str) -> bytes:
     try:
         return bytes(table[c] for c in text)
     except KeyError as e:
-        raise ValueError(f"{where}: {e.args[0]!r} is not a GPT-2 byte character in {text!r}") from None
+        raise ValueError(
+            f"{where}: {e.args[0]!r} is not a GPT-2 byte character in {text!r}"
+        ) from None
 
 
-def read_gpt2(vocab_path: str | os.PathLike, merges_path: str | os.PathLike,
-              special_tokens: list[str]) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+def read_gpt2(
+    vocab_path: str | os.PathLike, merges_path: str | os.PathLike, special_tokens: list[str]
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Reads GPT-2-format files; special tokens in `vocab.json` are stored as their raw text."""
     try:
         raw = json.loads(Path(vocab_path).read_text(encoding="utf-8"))
@@ -135,7 +141,11 @@ def _b64(b: bytes) -> str:
 
 
 def _model_text(tok: Tokenizer) -> str:
-    lines = [MODEL_HEADER, f"pattern {json.dumps(tok.pattern)}", f"specials {len(tok.special_tokens)}"]
+    lines = [
+        MODEL_HEADER,
+        f"pattern {json.dumps(tok.pattern)}",
+        f"specials {len(tok.special_tokens)}",
+    ]
     lines += [f"{i} {json.dumps(t)}" for t, i in tok.special_tokens.items()]
     vocab = tok.vocab
     lines.append(f"vocab {len(vocab)}")
@@ -204,8 +214,8 @@ def load(path: str | os.PathLike) -> Tokenizer:
     if path.is_dir():
         if not (path / MODEL_FILE).exists() and (path / "vocab.json").exists():
             raise FileNotFoundError(
-                f"{path} has no {MODEL_FILE}; for GPT-2 files use "
-                f"Tokenizer.from_files('{path}/vocab.json', '{path}/merges.txt', special_tokens=[...])"
+                f"{path} has no {MODEL_FILE}; for GPT-2 files use Tokenizer.from_files("
+                f"'{path}/vocab.json', '{path}/merges.txt', special_tokens=[...])"
             )
         path = path / MODEL_FILE
     lines = _Lines(path)

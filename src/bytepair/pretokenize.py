@@ -27,6 +27,21 @@ class CountStats:
     n_replaced: int = 0
 
 
+def pretokenize(
+    text: str, *, special_tokens: Iterable[str] | None = None, pattern: str = "gpt2"
+) -> list[str]:
+    """The pieces training and encoding see: special tokens whole, the rest as pretokens.
+
+    >>> pretokenize("it's 12 cats<|endoftext|>!", special_tokens=["<|endoftext|>"])
+    ['it', "'s", ' 12', ' cats', '<|endoftext|>', '!']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    return _core.pretokenize(
+        text, special_tokens=check_special_tokens(special_tokens), pattern=resolve_pattern(pattern)
+    )
+
+
 def _check_errors(errors: str) -> bool:
     if errors not in ("replace", "strict"):
         raise ValueError(f"errors must be 'replace' or 'strict', got {errors!r}")

@@ -70,8 +70,13 @@ class _Bar:
             from tqdm import tqdm
 
             self._bar = tqdm(
-                total=total, desc=desc, unit=unit, unit_scale=scale, unit_divisor=1024 if scale else 1000,
-                file=sys.stderr, dynamic_ncols=True,
+                total=total,
+                desc=desc,
+                unit=unit,
+                unit_scale=scale,
+                unit_divisor=1024 if scale else 1000,
+                file=sys.stderr,
+                dynamic_ncols=True,
             )
 
     def to(self, done: int) -> None:
@@ -85,8 +90,13 @@ class _Bar:
 
 
 def _merge_stage(
-    counts: WordCounts, num_merges: int, special_tokens: list[str], pattern: str,
-    report: TrainReport, show: bool, consume: bool,
+    counts: WordCounts,
+    num_merges: int,
+    special_tokens: list[str],
+    pattern: str,
+    report: TrainReport,
+    show: bool,
+    consume: bool,
 ) -> Tokenizer:
     report.n_words = len(counts)
     report.n_merges_requested = num_merges
@@ -100,8 +110,8 @@ def _merge_stage(
     report.n_merges = len(pairs)
     if len(pairs) < num_merges:
         warnings.warn(
-            f"stopped after {len(pairs)} of {num_merges} merges: no pair of tokens is left to merge "
-            f"(the corpus has too little distinct text); the vocabulary has "
+            f"stopped after {len(pairs)} of {num_merges} merges: no pair of tokens is left to "
+            f"merge (the corpus has too little distinct text); the vocabulary has "
             f"{256 + len(pairs) + len(special_tokens)} tokens",
             stacklevel=3,
         )
@@ -135,11 +145,18 @@ def train_with_report(
         counts = WordCounts()
         for path in files:
             done = stats.n_bytes
-            counts.merge(count_files(
-                path, special_tokens=specials, pattern=regex, num_threads=num_threads,
-                errors=errors, chunk_size=chunk_size, stats=stats,
-                progress=lambda n, done=done: bar.to(done + n),
-            ))
+            counts.merge(
+                count_files(
+                    path,
+                    special_tokens=specials,
+                    pattern=regex,
+                    num_threads=num_threads,
+                    errors=errors,
+                    chunk_size=chunk_size,
+                    stats=stats,
+                    progress=lambda n, done=done: bar.to(done + n),
+                )
+            )
     finally:
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
@@ -171,8 +188,14 @@ def train(
     >>> tok = train(["data.txt"], 10_000, ["<|endoftext|>"])  # doctest: +SKIP
     """
     tok, report = train_with_report(
-        inputs, vocab_size, special_tokens, pattern=pattern, num_threads=num_threads,
-        errors=errors, progress=progress, chunk_size=chunk_size,
+        inputs,
+        vocab_size,
+        special_tokens,
+        pattern=pattern,
+        num_threads=num_threads,
+        errors=errors,
+        progress=progress,
+        chunk_size=chunk_size,
     )
     if report.n_replaced:
         warnings.warn(
@@ -233,7 +256,12 @@ def train_from_counts(
     num_merges = _num_merges(vocab_size, specials)
     report = TrainReport()
     return _merge_stage(
-        counts, num_merges, specials, resolve_pattern(pattern), report, _show_progress(progress),
+        counts,
+        num_merges,
+        specials,
+        resolve_pattern(pattern),
+        report,
+        _show_progress(progress),
         consume=False,
     )
 
@@ -251,5 +279,3 @@ def train_bpe(
     kwargs.setdefault("progress", False)
     tok = train(input_path, vocab_size, special_tokens, **kwargs)  # type: ignore[arg-type]
     return tok.vocab, tok.merges
-
-
