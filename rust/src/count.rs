@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Mutex};
 
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
-use crate::FastMap;
+use crate::{hot_slot, pack_word, FastMap, PACKED_MAX};
 
 /// Errors of the counting stage.
 #[derive(Debug, thiserror::Error)]
@@ -40,22 +40,12 @@ pub struct WordCounts {
     long: FastMap<Box<[u8]>, u64>,
 }
 
-const PACKED_MAX: usize = 15;
-
-#[inline(always)]
-fn pack(word: &[u8]) -> u128 {
-    let mut buf = [0u8; 16];
-    buf[..word.len()].copy_from_slice(word);
-    buf[15] = word.len() as u8;
-    u128::from_le_bytes(buf)
-}
-
 impl WordCounts {
     /// Adds `n` occurrences of `word`.
     #[inline]
     pub fn add(&mut self, word: &[u8], n: u64) {
         if word.len() <= PACKED_MAX {
-            *self.short.entry(pack(word)).or_insert(0) += n;
+            *self.short.entry(pack_word(word)).or_insert(0) += n;
         } else if let Some(count) = self.long.get_mut(word) {
             *count += n;
         } else {
@@ -111,7 +101,7 @@ pub struct Counter {
     counts: WordCounts,
 }
 
-const HOT_BITS: u32 = 16;
+const HOT_BITS: u32 = 14;
 const HOT_SLOTS: usize = 1 << HOT_BITS;
 
 impl Default for Counter {
@@ -132,10 +122,8 @@ impl Counter {
             self.counts.add(word, 1);
             return;
         }
-        let key = pack(word);
-        let mixed = ((key as u64) ^ ((key >> 64) as u64).rotate_left(23))
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let slot = (mixed >> (64 - HOT_BITS)) as usize;
+        let key = pack_word(word);
+        let slot = hot_slot(key, HOT_BITS);
         if self.hot_keys[slot] == key {
             self.hot_counts[slot] += 1;
         } else {
