@@ -29,6 +29,9 @@ pub enum CountError {
     /// The progress callback asked to stop (e.g. Ctrl-C).
     #[error("interrupted")]
     Interrupted,
+    /// A buffer could not be allocated.
+    #[error("out of memory: could not allocate {n_bytes} bytes for reading {path}")]
+    OutOfMemory { path: PathBuf, n_bytes: usize },
 }
 
 /// Distinct pretokens (as UTF-8 bytes) and how often each occurs; counts are u64 so that no
@@ -251,6 +254,10 @@ pub fn count_file(
                     offset,
                 },
                 ReadError::Interrupted => CountError::Interrupted,
+                ReadError::OutOfMemory(n_bytes) => CountError::OutOfMemory {
+                    path: path.to_owned(),
+                    n_bytes,
+                },
             },
         );
         drop(tx);
@@ -274,6 +281,7 @@ enum ReadError {
     Io(std::io::Error),
     InvalidUtf8(u64),
     Interrupted,
+    OutOfMemory(usize),
 }
 
 /// Reads, decodes and cuts the input into chunks, sending each to the workers.
@@ -292,6 +300,8 @@ fn read_chunks(
     let mut decoded_upto = start;
     loop {
         let old = raw.len();
+        raw.try_reserve(chunk_size)
+            .map_err(|_| ReadError::OutOfMemory(chunk_size))?;
         raw.resize(old + chunk_size, 0);
         let n = read_full(reader, &mut raw[old..]).map_err(ReadError::Io)?;
         raw.truncate(old + n);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use numpy::PyArray1;
-use pyo3::exceptions::{PyKeyError, PyKeyboardInterrupt, PyOSError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -26,6 +26,7 @@ fn count_err(e: CountError) -> PyErr {
         CountError::InvalidUtf8 { .. } => PyValueError::new_err(e.to_string()),
         CountError::Pretokenize(e) => pretokenize_err(e),
         CountError::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
+        CountError::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
     }
 }
 

@@ -251,11 +251,17 @@ class Tokenizer:
         size = 0
         threshold = _STREAM_CHARS
         for piece in iterable:
-            pieces.append(_check_text(piece))
-            size += len(pieces[-1])
+            if not isinstance(piece, str):
+                raise TypeError(f"encode_iterable takes str items, got {type(piece).__name__}")
+            pieces.append(piece)
+            size += len(piece)
             if size < threshold:
                 continue
             buffer = "".join(pieces)
+            held = ""
+            if "\ud800" <= buffer[-1] <= "\udbff":  # may pair with the next item's first char
+                buffer, held = buffer[:-1], buffer[-1]
+            buffer = _check_text(buffer)
             self._refuse(done_tail + buffer, disallowed)
             ids, n_chars = self._core.encode_prefix(buffer, allowed)
             if n_chars:
@@ -265,8 +271,9 @@ class Tokenizer:
                 yield from ids
             else:
                 threshold = 2 * len(buffer)  # no cut yet (e.g. one long word): wait for more
-            pieces, size = [buffer], len(buffer)
-        buffer = "".join(pieces)
+            pieces = [buffer, held]
+            size = len(buffer) + len(held)
+        buffer = _check_text("".join(pieces))
         self._refuse(done_tail + buffer, disallowed)
         yield from self._core.encode(buffer, allowed)
 
@@ -330,6 +337,8 @@ def _check_vocab(vocab: dict[int, bytes]) -> dict[int, bytes]:
 
 
 def _check_text(text: str) -> str:
+    """`text` as valid UTF-8-encodable str: lone surrogates become U+FFFD (as in tiktoken), and a
+    surrogate pair written as two code points becomes the character it encodes."""
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__} (decode bytes first)")
     try:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 MODEL_FILE = "bytepair.model"
 MODEL_HEADER = "#bytepair-model v1"
+MODEL_END = "#end"
 
 
 @functools.cache
@@ -61,12 +62,24 @@ def decode_token(text: str, where: str) -> bytes:
         ) from None
 
 
+def read_text(path: str | os.PathLike) -> str:
+    """A UTF-8 text file's content; invalid UTF-8 is an error naming the file, line and byte."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ValueError(
+            f"{path}: line {line}: invalid UTF-8 at byte offset {e.start} (model files are UTF-8)"
+        ) from None
+
+
 def read_gpt2(
     vocab_path: str | os.PathLike, merges_path: str | os.PathLike, special_tokens: list[str]
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Reads GPT-2-format files; special tokens in `vocab.json` are stored as their raw text."""
     try:
-        raw = json.loads(Path(vocab_path).read_text(encoding="utf-8"))
+        raw = json.loads(read_text(vocab_path))
     except json.JSONDecodeError as e:
         raise ValueError(f"{vocab_path}: line {e.lineno}: not valid JSON ({e.msg})") from None
     if not isinstance(raw, dict):
@@ -83,19 +96,18 @@ def read_gpt2(
         else:
             vocab[token_id] = decode_token(text, f"{vocab_path}: token {text!r}")
     merges: list[tuple[bytes, bytes]] = []
-    with open(merges_path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if (lineno == 1 and line.startswith("#version")) or not line.strip():
-                continue
-            parts = line.split(" ")
-            if len(parts) != 2 or not all(parts):
-                raise ValueError(
-                    f"{merges_path}: line {lineno}: expected 'left right' (two GPT-2 tokens "
-                    f"separated by one space), got {line!r}"
-                )
-            where = f"{merges_path}: line {lineno}"
-            merges.append((decode_token(parts[0], where), decode_token(parts[1], where)))
+    for lineno, line in enumerate(read_text(merges_path).split("\n"), 1):
+        line = line.rstrip("\r")
+        if (lineno == 1 and line.startswith("#version")) or not line.strip():
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2 or not all(parts):
+            raise ValueError(
+                f"{merges_path}: line {lineno}: expected 'left right' (two GPT-2 tokens "
+                f"separated by one space), got {line!r}"
+            )
+        where = f"{merges_path}: line {lineno}"
+        merges.append((decode_token(parts[0], where), decode_token(parts[1], where)))
     return vocab, merges
 
 
@@ -124,12 +136,17 @@ def save(tok: Tokenizer, directory: str | os.PathLike) -> None:
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"output path exists and is not a directory: {out}")
     out.mkdir(parents=True, exist_ok=True)
-    specials = tok.special_tokens
-    special_ids = set(specials.values())
-    vocab_json = {
-        (b.decode("utf-8") if i in special_ids else encode_token(b)): i
-        for i, b in sorted(tok.vocab.items())
-    }
+    special_ids = set(tok.special_tokens.values())
+    vocab_json: dict[str, int] = {}
+    for i, b in sorted(tok.vocab.items()):
+        key = b.decode("utf-8") if i in special_ids else encode_token(b)
+        if key in vocab_json:
+            raise ValueError(
+                f"cannot save to GPT-2 vocab.json: token {i} ({b!r}) and token {vocab_json[key]} "
+                f"are both written {key!r} there (a special token's text equals another token's "
+                f"GPT-2 form); rename the special token. Nothing was written."
+            )
+        vocab_json[key] = i
     _write_atomic(out / "vocab.json", json.dumps(vocab_json, ensure_ascii=False, indent=1) + "\n")
     merges_txt = "".join(f"{encode_token(a)} {encode_token(b)}\n" for a, b in tok.merges)
     _write_atomic(out / "merges.txt", "#version: 0.2\n" + merges_txt)
@@ -152,6 +169,7 @@ def _model_text(tok: Tokenizer) -> str:
     lines += [f"{i} {_b64(b)}" for i, b in sorted(vocab.items())]
     lines.append(f"merges {len(tok.merges)}")
     lines += [f"{_b64(a)} {_b64(b)}" for a, b in tok.merges]
+    lines.append(MODEL_END)
     return "\n".join(lines) + "\n"
 
 
@@ -160,7 +178,7 @@ class _Lines:
 
     def __init__(self, path: Path):
         self.path = path
-        self.lines = path.read_text(encoding="utf-8").splitlines()
+        self.lines = read_text(path).splitlines()
         self.n = 0
 
     def error(self, what: str) -> ValueError:
@@ -237,6 +255,8 @@ def load(path: str | os.PathLike) -> Tokenizer:
     for _ in range(lines.count("merges")):
         a, b = lines.pair()
         merges.append((lines.b64(a), lines.b64(b)))
+    if lines.next() != MODEL_END:
+        raise lines.error(f"expected {MODEL_END!r} (the file is damaged or has extra lines)")
     tok = Tokenizer(vocab, merges, list(specials), pattern=pattern)
     if tok.special_tokens != specials:
         raise ValueError(f"{path}: the special tokens' ids do not match the vocabulary")

@@ -17,6 +17,8 @@ WordCounts = _core.WordCounts
 
 #: Bytes per chunk handed to a worker; a chunk grows past it only until a safe cut is found.
 DEFAULT_CHUNK_SIZE = 4 << 20
+#: Each worker holds about two chunks, so chunks past this size would only cost memory.
+MAX_CHUNK_SIZE = 1 << 30
 
 
 @dataclass
@@ -70,8 +72,13 @@ def count_files(
     regex = resolve_pattern(pattern)
     strict = _check_errors(errors)
     threads = check_num_threads(num_threads)
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive number of bytes, got {chunk_size!r}")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+        raise ValueError(f"chunk_size must be an integer number of bytes, got {chunk_size!r}")
+    if not 1 <= chunk_size <= MAX_CHUNK_SIZE:
+        raise ValueError(
+            f"chunk_size must be between 1 and {MAX_CHUNK_SIZE:,} bytes, got {chunk_size:,} "
+            f"(the default, {DEFAULT_CHUNK_SIZE:,}, suits most inputs)"
+        )
     total = WordCounts()
     stats = stats if stats is not None else CountStats()
     for path in files:
