@@ -329,7 +329,8 @@ fn read_chunks(
                     }
                     target = chunk_size;
                 }
-                None => target = text.len() + chunk_size,
+                // No cut yet (one long word): wait for twice the text, so rescans stay linear.
+                None => target = 2 * text.len(),
             }
         }
         if !progress(stats.n_bytes) {

@@ -153,14 +153,14 @@ impl PairIndex {
     }
 }
 
-/// Merges `(a, b)` into `new` in word `w`, left to right and non-overlapping, and records the
-/// change of every pair count in `delta` (only neighbours of an occurrence change).
+/// Merges `(a, b)` into `new` in word `w`, left to right and non-overlapping, and reports the
+/// change of every pair count to `emit` (only neighbours of an occurrence change).
 fn merge_word(
     words: &mut Words,
     w: usize,
     (a, b): Pair,
     new: TokenId,
-    delta: &mut Vec<(Pair, i64)>,
+    mut emit: impl FnMut(Pair, i64),
 ) {
     let (start, len) = words.spans[w];
     let c = words.counts[w] as i64;
@@ -169,22 +169,22 @@ fn merge_word(
     let mut prev_merged = false;
     while i < len {
         if i + 1 < len && t[i] == a && t[i + 1] == b {
-            delta.push(((a, b), -c));
+            emit((a, b), -c);
             if j > 0 {
                 if prev_merged {
-                    delta.push(((b, a), -c));
-                    delta.push(((new, new), c));
+                    emit((b, a), -c);
+                    emit((new, new), c);
                 } else {
-                    delta.push(((t[j - 1], a), -c));
-                    delta.push(((t[j - 1], new), c));
+                    emit((t[j - 1], a), -c);
+                    emit((t[j - 1], new), c);
                 }
             }
             if i + 2 < len {
                 let y = t[i + 2];
                 let next_merges = y == a && i + 3 < len && t[i + 3] == b;
                 if !next_merges {
-                    delta.push(((b, y), -c));
-                    delta.push(((new, y), c));
+                    emit((b, y), -c);
+                    emit((new, y), c);
                 }
             }
             t[j] = new;
@@ -213,7 +213,7 @@ pub fn train(
     let entries = index.counts.iter().map(|(&p, &n)| (n, p)).collect();
     let mut heap = PairHeap::from_vec(entries, &vocab);
     let mut merges = Vec::with_capacity(num_merges);
-    let mut delta: Vec<(Pair, i64)> = Vec::new();
+    let mut added: Vec<Pair> = Vec::new();
     let mut net: FastMap<Pair, i64> = FastMap::default();
     let report_every = (num_merges / 100).max(1);
 
@@ -244,16 +244,17 @@ pub fn train(
         occurs_in.dedup();
         net.clear();
         for &w in &occurs_in {
-            delta.clear();
-            merge_word(&mut words, w as usize, pair, new, &mut delta);
-            for &(p, d) in &delta {
+            added.clear();
+            merge_word(&mut words, w as usize, pair, new, |p, d| {
                 *net.entry(p).or_insert(0) += d;
                 if d > 0 {
-                    let list = index.words_of.entry(p).or_default();
-                    if list.last() != Some(&w) {
-                        list.push(w);
-                    }
+                    added.push(p);
                 }
+            });
+            added.sort_unstable();
+            added.dedup();
+            for &p in &added {
+                index.words_of.entry(p).or_default().push(w);
             }
         }
         // 4. Apply the changes; only increases need a fresh heap entry.

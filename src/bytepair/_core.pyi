@@ -1,0 +1,63 @@
+"""Stubs for the Rust core (see rust/src/py.rs); use the public API in `bytepair` instead."""
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+GPT2_PATTERN: str
+
+class WordCounts:
+    def __init__(self, items: Sequence[tuple[bytes, int]] | None = None) -> None: ...
+    def __len__(self) -> int: ...
+    def total(self) -> int: ...
+    def merge(self, other: WordCounts) -> None: ...
+    def items(self) -> list[tuple[bytes, int]]: ...
+
+class Encoder:
+    def __init__(
+        self,
+        vocab: list[tuple[int, bytes]],
+        merges: list[tuple[bytes, bytes]],
+        special_tokens: list[tuple[str, int]],
+        pattern: str,
+    ) -> None: ...
+    def encode(self, text: str, allowed_special: list[str] | None = None) -> list[int]: ...
+    def encode_to_numpy(
+        self, text: str, allowed_special: list[str] | None = None, small: bool = False
+    ) -> np.ndarray: ...
+    def encode_batch(
+        self, texts: list[str], allowed_special: list[str] | None = None, num_threads: int = 1
+    ) -> list[list[int]]: ...
+    def encode_prefix(
+        self, text: str, allowed_special: list[str] | None = None
+    ) -> tuple[list[int], int]: ...
+    def decode_bytes(self, ids: list[int]) -> bytes: ...
+
+def count_file(
+    path: str,
+    *,
+    start: int,
+    end: int,
+    special_tokens: list[str],
+    pattern: str,
+    strict: bool,
+    chunk_size: int,
+    num_threads: int,
+    progress: Callable[[int], object] | None = None,
+) -> tuple[WordCounts, int, int]: ...
+def count_texts(
+    counts: WordCounts,
+    texts: list[str],
+    *,
+    special_tokens: list[str],
+    pattern: str,
+    num_threads: int,
+) -> None: ...
+def pretokenize(text: str, *, special_tokens: list[str], pattern: str) -> list[str]: ...
+def train_bpe(
+    counts: WordCounts,
+    num_merges: int,
+    *,
+    consume: bool = False,
+    progress: Callable[[int], object] | None = None,
+) -> tuple[list[tuple[int, int]], list[bytes]]: ...
