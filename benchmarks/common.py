@@ -148,15 +148,41 @@ def bytes_to_unicode() -> dict[int, str]:
 # ---------------------------------------------------------------- time and memory
 
 
+def machine_cpu_s() -> float:
+    """CPU seconds all processes (plus hypervisor steal) have used since boot: /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            user, nice, system, _idle, _iowait, irq, softirq, steal = map(
+                int, f.readline().split()[1:9]
+            )
+    except (OSError, ValueError):
+        return float("nan")
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def others_pct(machine_cpu_delta: float, own_cpu_s: float, wall_s: float) -> float:
+    """Share of the machine's CPUs busy with something else during a run: noise indicator."""
+    return max(0.0, 100 * (machine_cpu_delta - own_cpu_s) / (wall_s * (os.cpu_count() or 1)))
+
+
 class Timer:
-    """`with Timer() as t: ...` then `t.s` holds the elapsed seconds."""
+    """`with Timer() as t: ...` then `t.s` holds the elapsed seconds and `t.others_pct`
+    the share of the machine's CPU that other processes used meanwhile."""
 
     def __enter__(self):
+        self._machine0, self._own0 = machine_cpu_s(), _own_cpu_s()
         self._t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc):
         self.s = time.perf_counter() - self._t0
+        own = _own_cpu_s() - self._own0
+        self.others_pct = others_pct(machine_cpu_s() - self._machine0, own, self.s)
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _proc_status_kb(field: str) -> int | None:
@@ -201,13 +227,13 @@ def run_child(cmd: list[str], env: dict, timeout_s: float) -> dict:
 
     Peak RSS comes from `os.wait4` on that child alone (Linux folds in the child's
     own waited-for children, so a multi-process tool reports its largest process,
-    as `/usr/bin/time -v` does). Caveat: Linux also folds in the parent's RSS at the
-    fork, so a big parent inflates it; workers report their own VmHWM for that reason.
+    as `/usr/bin/time -v` does). Caveat: it also counts the pre-exec copy of this
+    process, so a big parent inflates it; workers report their own VmHWM for that reason.
     """
     import tempfile
 
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        t0 = time.perf_counter()
+        machine0, t0 = machine_cpu_s(), time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
         deadline = t0 + timeout_s
         while True:
@@ -220,6 +246,8 @@ def run_child(cmd: list[str], env: dict, timeout_s: float) -> dict:
                 break
             time.sleep(0.05)
         wall = time.perf_counter() - t0
+        child_cpu = usage.ru_utime + usage.ru_stime
+        busy_elsewhere = others_pct(machine_cpu_s() - machine0, child_cpu, wall)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -229,11 +257,20 @@ def run_child(cmd: list[str], env: dict, timeout_s: float) -> dict:
         "rc": proc.returncode,
         "wall_s": wall,
         "peak_rss_mb": usage.ru_maxrss / 1024,
+        "cpu_s": child_cpu,
+        "others_pct": busy_elsewhere,
         "results": results,
         "stdout": stdout,
         "stderr": stderr,
         "timed_out": time.perf_counter() > deadline,
     }
+
+
+def first_difference(a, b) -> int:
+    """Index of the first position where two sequences differ (or the shorter length)."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
 
 
 def emit(**fields) -> None:
@@ -267,7 +304,8 @@ def print_table(headers: list[str], rows: list[list], title: str | None = None) 
 
     def line(items):
         return "  ".join(
-            s.rjust(w) if num else s.ljust(w) for s, w, num in zip(items, widths, numeric)
+            s.rjust(w) if num else s.ljust(w)
+            for s, w, num in zip(items, widths, numeric, strict=True)
         ).rstrip()
 
     if title:

@@ -29,6 +29,7 @@ from common import (
     bytepair_import_error,
     chunks_by_bytes,
     emit,
+    first_difference,
     iter_docs,
     load_docs,
     peak_rss_mb,
@@ -40,14 +41,16 @@ from common import (
 )
 
 BATCH_BYTES = 8_000_000  # every batch API gets the same ~8 MB lists of documents
-STREAM_BLOCK = 1 << 18  # ids pulled per np.fromiter call in the streaming child (1 MB)
+STREAM_BLOCK = 1 << 16  # ids per np.fromiter call in the stream child (~2 MB transient)
 STREAM_GOAL_MB = 50
 
 
 def row(tool, call, threads, n_bytes, secs, tokens, note="", base_mb_s=None) -> dict:
     mb = n_bytes / MB
     keys = ("tool", "call", "threads", "mb", "mb_s", "inner_s", "tokens", "note", "base_mb_s")
-    return dict(zip(keys, (tool, call, threads, mb, mb / secs, secs, tokens, note, base_mb_s)))
+    return dict(
+        zip(keys, (tool, call, threads, mb, mb / secs, secs, tokens, note, base_mb_s), strict=True)
+    )
 
 
 def checksum(ids, offset: int) -> int:
@@ -106,9 +109,9 @@ def verify(name, encode_batch, enc, chunks, threads) -> str:
     n_diff, n_docs, example = 0, 0, ""
     for chunk in chunks:
         want = enc.encode_ordinary_batch(chunk, num_threads=threads)
-        for doc, a, b in zip(chunk, want, encode_batch(chunk)):
+        for doc, a, b in zip(chunk, want, encode_batch(chunk), strict=True):
             if a != b and not n_diff:
-                i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                i = first_difference(a, b)
                 pos = len(enc.decode(a[:i]))
                 example = (
                     f"; first: doc #{n_docs} token {i}: tiktoken {a[i : i + 4]} vs "
@@ -166,6 +169,7 @@ def throughput(enc, hf, tok, docs, hf_docs, warm, threads: int, hf_note: str) ->
         with Timer() as t:
             n_tok = fn(ds)
         rows.append(row(tool, call, n_threads, sum(len(d.encode()) for d in ds), t.s, n_tok, note))
+        rows[-1]["others_pct"] = t.others_pct
         print(f"  {tool} {call} x{n_threads}: {rows[-1]['mb_s']:.2f} MB/s", flush=True)
     return rows
 
@@ -184,6 +188,7 @@ def numpy_rows(enc, tok, docs, warm) -> tuple[list[dict], list[str]]:
     tt = row("tiktoken", "encode(str)", 1, n, t_tt.s, len(want), "one string, EOTs included")
     note = f"one string, dtype {arr.dtype}"
     bp = row("bytepair", "encode_to_numpy(str)", None, n, t_np.s, len(arr), note, tt["mb_s"])
+    tt["others_pct"], bp["others_pct"] = t_tt.others_pct, t_np.others_pct
     same = len(arr) == len(want) and np.array_equal(arr, np.asarray(want))
     return [tt, bp], [f"encode_to_numpy ids == tiktoken.encode: {_yes(same)}"]
 
@@ -209,6 +214,7 @@ def stream_rows(enc, corpus: str, threads: int, check: bool) -> tuple[list[dict]
     )
     size = os.path.getsize(corpus)
     rows = [row("bytepair", "encode_iterable(file)", None, size, s["inner_s"], s["n_ids"], note)]
+    rows[0]["others_pct"] = run["others_pct"]  # over the whole child, setup included
     if not check:
         return rows, []
     print("  tiktoken over the whole file to check the stream ...", flush=True)
@@ -228,13 +234,14 @@ def report(rows: list[dict], checks: list[str], corpus: str) -> None:
     for r in rows:
         base = r["base_mb_s"] or same_threads.get(r["threads"])
         r["vs_tiktoken"] = r["mb_s"] / base if base else None
-    keys = ["tool", "call", "threads", "mb", "mb_s", "vs_tiktoken", "tokens", "note"]
+    keys = ["tool", "call", "threads", "mb", "mb_s", "vs_tiktoken", "tokens", "others_pct", "note"]
     print_table(
-        ["tool", "call", "threads", "MB", "MB/s", "vs tiktoken", "tokens", "notes"],
+        ["tool", "call", "threads", "MB", "MB/s", "vs tiktoken", "tokens", "others %", "notes"],
         [[r[k] for k in keys] for r in rows],
         title=f"Encoding, GPT-2 vocab, {os.path.basename(corpus)}; MB = 1e6 bytes of "
         "text; vs tiktoken = MB/s / tiktoken's MB/s with the same threads "
-        "(encode_to_numpy: / tiktoken.encode of the same string)",
+        "(encode_to_numpy: / tiktoken.encode of the same string); others % = share of "
+        "the machine's CPU used by other processes meanwhile (noise)",
     )
     print()
     for c in checks:

@@ -25,27 +25,18 @@ import common
 from common import EOT, GPT2_PAT, MB, Timer, emit, iter_docs, peak_rss_mb, reset_peak_rss
 
 TOOLS = ("bytepair", "hf", "rustbpe", "pyref")
-HEADERS = [
-    "tool",
-    "corpus",
-    "wall s",
-    "inner s",
-    "MB/s",
-    "peak RSS MB",
-    "#merges",
-    "time/bytepair",
-    "notes",
-]
-KEYS = [
-    "tool",
-    "corpus",
-    "wall_s",
-    "inner_s",
-    "mb_s",
-    "peak_rss_mb",
-    "merges",
-    "vs_bytepair",
-    "note",
+# (header, row key) of the printed table
+COLUMNS = [
+    ("tool", "tool"),
+    ("corpus", "corpus"),
+    ("wall s", "wall_s"),
+    ("inner s", "inner_s"),
+    ("MB/s", "mb_s"),
+    ("peak RSS MB", "peak_rss_mb"),
+    ("#merges", "merges"),
+    ("time/bytepair", "vs_bytepair"),
+    ("others %", "others_pct"),
+    ("notes", "note"),
 ]
 
 
@@ -178,7 +169,7 @@ def _checks(name: str, saved: dict) -> list[str]:
         lines.append(f"bytepair train == count_files + train_from_counts: {_yes(same)}")
     if bp and "pyref" in saved:
         a, b = bp[0], saved["pyref"][0]
-        i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        i = common.first_difference(a, b)
         where = "" if a == b else f" at merge #{i}: {a[i : i + 1]} vs pyref {b[i : i + 1]}"
         lines.append(f"bytepair merges == pyref merges (exact, in order): {_yes(a == b)}{where}")
     ref = "bytepair" if bp else "pyref" if "pyref" in saved else "hf"
@@ -190,7 +181,7 @@ def _checks(name: str, saved: dict) -> list[str]:
     return [f"[{name}] {s}" for s in lines]
 
 
-def _stage_rows(name: str, size: int, threads: int, results: list[dict]) -> list[dict]:
+def _stage_rows(name, size: int, threads: int, results: list[dict], others: float) -> list[dict]:
     count, merge = results
     mb_s = size / MB / count["inner_s"]
     count_note = f"{count['unique']:,} unique words, {mb_s / threads:.2f} MB/s/thread"
@@ -202,6 +193,7 @@ def _stage_rows(name: str, size: int, threads: int, results: list[dict]) -> list
             "inner_s": count["inner_s"],
             "mb_s": mb_s,
             "peak_rss_mb": count["peak_rss_mb"],
+            "others_pct": others,
             "note": count_note,
         },
         {
@@ -210,6 +202,7 @@ def _stage_rows(name: str, size: int, threads: int, results: list[dict]) -> list
             "inner_s": merge["inner_s"],
             "peak_rss_mb": merge["peak_rss_mb"],
             "merges": merge["merges"],
+            "others_pct": others,
             "note": merge_note,
         },
     ]
@@ -248,7 +241,7 @@ def run_corpus(corpus: str, args, workdir: str, bp_error: str | None):
             continue
         saved[tool] = _load_saved(out)
         if tool == "bytepair-stages":
-            rows += _stage_rows(name, size, args.threads, results)
+            rows += _stage_rows(name, size, args.threads, results, run["others_pct"])
             continue
         r = results[0]
         peak = own_peak[0] if own_peak else run["peak_rss_mb"]  # pyref: largest process
@@ -258,6 +251,7 @@ def run_corpus(corpus: str, args, workdir: str, bp_error: str | None):
                 "corpus": name,
                 "wall_s": run["wall_s"],
                 "peak_rss_mb": peak,
+                "others_pct": run["others_pct"],
                 "mb_s": size / MB / r["inner_s"],
                 **r,
             }
@@ -306,9 +300,11 @@ def main(argv=None) -> int:
     title = (
         f"Training, vocab_size={args.vocab_size} (256 bytes + {EOT} + merges), "
         f"threads={args.threads}; MB = 1e6 bytes; MB/s = corpus bytes / inner s; "
-        "time/bytepair = inner s / bytepair's inner s"
+        "time/bytepair = inner s / bytepair's inner s; others % = share of the machine's "
+        "CPU used by other processes meanwhile (noise)"
     )
-    common.print_table(HEADERS, [[r.get(k) for k in KEYS] for r in rows], title=title)
+    table = [[r.get(key) for _, key in COLUMNS] for r in rows]
+    common.print_table([header for header, _ in COLUMNS], table, title=title)
     print()
     print("\n".join(checks))
     if args.json:

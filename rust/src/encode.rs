@@ -27,7 +27,12 @@ pub enum EncodeError {
     )]
     MissingByte(u8),
     /// A merge names a token that is not in the vocabulary.
-    #[error("merge {rank} ({left:?}, {right:?}): {missing:?} is not in the vocabulary")]
+    #[error(
+        "merge {rank} ({:?}, {:?}): {:?} is not in the vocabulary",
+        String::from_utf8_lossy(left),
+        String::from_utf8_lossy(right),
+        String::from_utf8_lossy(missing)
+    )]
     BadMerge {
         rank: usize,
         left: Vec<u8>,

@@ -10,6 +10,7 @@ contains a special token then raises ValueError.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -130,6 +131,15 @@ class Tokenizer:
     ) -> tuple[list[str] | None, frozenset[str]]:
         """(special tokens to match, None meaning all; special tokens that must not occur)."""
         known = set(self._special_ids)
+        for name, value in (
+            ("allowed_special", allowed_special),
+            ("disallowed_special", disallowed_special),
+        ):
+            if isinstance(value, str) and value != "all":
+                raise TypeError(
+                    f"{name} must be 'all' or a set of strings, got the string "
+                    f"{value!r}; write {{{value!r}}}"
+                )
         allowed = known if allowed_special == "all" else set(allowed_special)
         unknown = allowed - known
         if unknown:
@@ -349,11 +359,19 @@ def _check_text(text: str) -> str:
 
 
 def _check_ids(ids: Iterable[int]) -> list[int]:
-    ids = list(ids)
+    """Ids as Python ints (numpy integers and arrays are accepted, as in tiktoken)."""
+    if hasattr(ids, "tolist"):
+        ids = ids.tolist()
+    out = []
     for i in ids:
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < 1 << 32:
+        try:
+            value = operator.index(i)
+        except TypeError:
+            raise KeyError(f"token id {i!r} is not an integer") from None
+        if isinstance(i, bool) or not 0 <= value < 1 << 32:
             raise KeyError(f"token id {i!r} is not in the vocabulary")
-    return ids
+        out.append(value)
+    return out
 
 
 @functools.lru_cache(maxsize=64)
