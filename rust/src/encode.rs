@@ -178,14 +178,26 @@ impl Encoder {
         let max_id = ids.map(|id| id as usize + 1).max().unwrap_or(0);
         let mut decoder: Vec<Option<Box<[u8]>>> = vec![None; max_id];
         let mut id_of: FastMap<Vec<u8>, TokenId> = FastMap::default();
+        // A special token's bytes may equal an ordinary token's (e.g. a one-byte special): the
+        // ordinary id then stands for those bytes in the merge tables, and the special id is
+        // matched as a special token only.
+        let special_ids: Vec<TokenId> = specials.iter().map(|(_, id)| *id).collect();
         for (id, bytes) in vocab {
-            if let Some(&other) = id_of.get(&bytes) {
-                if other != id {
-                    return Err(EncodeError::DuplicateToken(other, id));
+            decoder[id as usize] = Some(bytes.clone().into_boxed_slice());
+            match id_of.get(&bytes) {
+                Some(&other) if other != id => {
+                    match (special_ids.contains(&other), special_ids.contains(&id)) {
+                        (false, false) => return Err(EncodeError::DuplicateToken(other, id)),
+                        (true, false) => {
+                            id_of.insert(bytes, id);
+                        }
+                        _ => {}
+                    }
+                }
+                _ => {
+                    id_of.insert(bytes, id);
                 }
             }
-            decoder[id as usize] = Some(bytes.clone().into_boxed_slice());
-            id_of.insert(bytes, id);
         }
         for (text, id) in &specials {
             decoder[*id as usize].get_or_insert_with(|| text.as_bytes().into());

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use numpy::PyArray1;
-use pyo3::exceptions::{PyKeyError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyValueError};
+use pyo3::exceptions::{
+    PyKeyError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -240,11 +242,12 @@ type TrainOutput<'py> = (Vec<(TokenId, TokenId)>, Vec<Bound<'py, PyBytes>>);
 /// Runs `num_merges` merges on `counts`; returns (merges as id pairs, bytes of every id).
 /// With `consume`, the table is emptied (its memory is reused) instead of copied.
 #[pyfunction]
-#[pyo3(signature = (counts, num_merges, *, consume=false, progress=None))]
+#[pyo3(signature = (counts, num_merges, *, num_threads=1, consume=false, progress=None))]
 fn train_bpe<'py>(
     py: Python<'py>,
     counts: &PyWordCounts,
     num_merges: usize,
+    num_threads: usize,
     consume: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<TrainOutput<'py>> {
@@ -254,7 +257,13 @@ fn train_bpe<'py>(
         counts.lock().clone()
     };
     let mut reporter = Progress::new(progress);
-    let result = py.detach(|| train::train(table, num_merges, &mut |n| reporter.report(n as u64)));
+    let result = py.detach(|| {
+        train::train(table, num_merges, num_threads, &mut |n| {
+            reporter.report(n as u64)
+        })
+    });
+    let result =
+        result.map_err(|e| PyRuntimeError::new_err(format!("could not start threads: {e}")))?;
     let vocab = result.vocab.iter().map(|b| PyBytes::new(py, b)).collect();
     reporter.finish(Ok((result.merges, vocab)))
 }

@@ -91,6 +91,12 @@ def _train(args: argparse.Namespace) -> None:
     tok.save(args.output)
     for w in caught:
         print(f"bytepair: warning: {w.message}", file=sys.stderr)
+    if report.n_replaced and args.quiet:  # else the summary says it
+        print(
+            f"bytepair: warning: replaced {report.n_replaced:,} invalid UTF-8 sequences with "
+            f"U+FFFD (use --errors strict to refuse invalid input)",
+            file=sys.stderr,
+        )
     if not args.quiet:
         print(report.summary(), file=sys.stderr)
         print(f"wrote {args.output}/vocab.json, merges.txt, bytepair.model", file=sys.stderr)

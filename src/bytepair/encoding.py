@@ -53,7 +53,9 @@ class Tokenizer:
         specials = check_special_tokens(special_tokens)
         self._vocab = _check_vocab(vocab)
         self._merges = [(bytes(a), bytes(b)) for a, b in merges]
-        id_of = {b: i for i, b in sorted(self._vocab.items(), reverse=True)}
+        # Where a special token's bytes have several ids (a one-byte special, say), the last
+        # one is the special: training puts special tokens after every other token.
+        id_of = {b: i for i, b in sorted(self._vocab.items())}
         next_id = max(self._vocab, default=-1) + 1
         self._special_ids: dict[str, int] = {}
         for token in specials:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import _core
-from ._checks import check_input_files, check_special_tokens
+from ._checks import check_input_files, check_num_threads, check_special_tokens
 from .encoding import Tokenizer
 from .patterns import resolve_pattern
 from .pretokenize import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files, count_texts
@@ -97,13 +97,17 @@ def _merge_stage(
     report: TrainReport,
     show: bool,
     consume: bool,
+    num_threads: int | None,
 ) -> Tokenizer:
+    num_threads = check_num_threads(num_threads)
     report.n_words = len(counts)
     report.n_merges_requested = num_merges
     bar = _Bar(show, num_merges, "merges", "merge", False)
     start = time.perf_counter()
     try:
-        pairs, token_bytes = _core.train_bpe(counts, num_merges, consume=consume, progress=bar.to)
+        pairs, token_bytes = _core.train_bpe(
+            counts, num_merges, num_threads=num_threads, consume=consume, progress=bar.to
+        )
     finally:
         bar.close()
     report.seconds["merges"] = time.perf_counter() - start
@@ -116,6 +120,8 @@ def _merge_stage(
             stacklevel=3,
         )
     vocab = dict(enumerate(token_bytes))
+    for token in special_tokens:  # ids after the last merge, in order (SPEC §1.6)
+        vocab[len(vocab)] = token.encode("utf-8")
     merges = [(token_bytes[a], token_bytes[b]) for a, b in pairs]
     return Tokenizer(vocab, merges, special_tokens, pattern=pattern)
 
@@ -164,7 +170,9 @@ def train_with_report(
     if stats.n_bytes == 0:
         names = ", ".join(str(p) for p in files)
         raise ValueError(f"the input is empty ({names}): there is no text to train on")
-    tok = _merge_stage(counts, num_merges, specials, regex, report, show, consume=True)
+    tok = _merge_stage(
+        counts, num_merges, specials, regex, report, show, consume=True, num_threads=num_threads
+    )
     return tok, report
 
 
@@ -228,14 +236,32 @@ def train_from_iterator(
     report = TrainReport()
     bar = _Bar(show, 0, "reading", "char", True)
     start = time.perf_counter()
+    n_chars = 0
+
+    def measured(items: Iterable[str]) -> Iterable[str]:
+        nonlocal n_chars
+        for item in items:
+            n_chars += len(item) if isinstance(item, str) else 0
+            yield item
+
     try:
         counts = count_texts(
-            texts, special_tokens=specials, pattern=regex, num_threads=num_threads, progress=bar.to
+            measured(texts),
+            special_tokens=specials,
+            pattern=regex,
+            num_threads=num_threads,
+            progress=bar.to,
         )
     finally:
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
-    return _merge_stage(counts, num_merges, specials, regex, report, show, consume=True)
+    if n_chars == 0:
+        raise ValueError(
+            "the input is empty (the iterable gave no text): there is no text to train on"
+        )
+    return _merge_stage(
+        counts, num_merges, specials, regex, report, show, consume=True, num_threads=num_threads
+    )
 
 
 def train_from_counts(
@@ -244,6 +270,7 @@ def train_from_counts(
     special_tokens: Iterable[str] | None = None,
     *,
     pattern: str = "gpt2",
+    num_threads: int | None = None,
     progress: bool | None = None,
 ) -> Tokenizer:
     """Runs the merge stage alone on word counts (e.g. merged from shards); `counts` is kept.
@@ -263,6 +290,7 @@ def train_from_counts(
         report,
         _show_progress(progress),
         consume=False,
+        num_threads=num_threads,
     )
 
 
