@@ -55,7 +55,9 @@ pub enum EncodeError {
 
 /// Pretokens longer than this (in bytes) use the heap algorithm.
 const SHORT: usize = 64;
-/// The pretoken cache takes no more entries past this many (~20 MB).
+/// Caches kept between calls, at most (each up to ~15 MB).
+const MAX_SPARE_CACHES: usize = 8;
+/// The pretoken cache takes no more entries past this many (~15 MB).
 const CACHE_ENTRIES: usize = 1 << 18;
 
 /// An immutable byte-level BPE encoder.
@@ -70,9 +72,9 @@ pub struct Encoder {
     ranks: FastMap<Pair, (u32, TokenId)>,
     /// Bytes of each id (None where an id is unused).
     decoder: Vec<Option<Box<[u8]>>>,
-    /// The cache of single calls, kept between them (`encode_iterable` makes many small calls);
-    /// a call that finds it busy uses a fresh one. Batch workers have their own.
-    shared_cache: Mutex<Cache>,
+    /// Warm caches kept between calls (`encode_iterable` and batched callers make many): a call
+    /// takes one per thread it runs on and gives them back; a call that finds none makes one.
+    spare_caches: Mutex<Vec<Cache>>,
 }
 
 /// Special tokens that are matched in a call, with their ids.
@@ -236,7 +238,7 @@ impl Encoder {
             byte_ids,
             ranks,
             decoder,
-            shared_cache: Mutex::new(Cache::default()),
+            spare_caches: Mutex::new(Vec::new()),
         })
     }
 
@@ -272,12 +274,27 @@ impl Encoder {
         set: &Option<SpecialSet>,
     ) -> Result<Vec<TokenId>, EncodeError> {
         let mut out = Vec::with_capacity(text.len() / 3);
-        let set = self.resolve(set);
-        match self.shared_cache.try_lock() {
-            Ok(mut cache) => self.encode_into(text, set, &mut cache, &mut out)?,
-            Err(_) => self.encode_into(text, set, &mut Cache::default(), &mut out)?,
-        }
-        Ok(out)
+        let mut caches = self.take_caches(1);
+        let result = self.encode_into(text, self.resolve(set), &mut caches[0], &mut out);
+        self.give_back(caches);
+        result.map(|()| out)
+    }
+
+    /// `n` caches, warm ones first.
+    fn take_caches(&self, n: usize) -> Vec<Cache> {
+        let mut spare = self.spare_caches.lock().unwrap_or_else(|p| p.into_inner());
+        let keep = spare.len().saturating_sub(n);
+        let mut caches = spare.split_off(keep);
+        drop(spare);
+        caches.resize_with(n, Cache::default);
+        caches
+    }
+
+    /// Keeps caches for later calls (at most `MAX_SPARE_CACHES`).
+    fn give_back(&self, caches: Vec<Cache>) {
+        let mut spare = self.spare_caches.lock().unwrap_or_else(|p| p.into_inner());
+        let room = MAX_SPARE_CACHES.saturating_sub(spare.len());
+        spare.extend(caches.into_iter().take(room));
     }
 
     /// Encodes `text` into `out` with a caller-owned cache.
@@ -326,16 +343,31 @@ impl Encoder {
             .build()
             .map_err(|e| EncodeError::Threads(e.to_string()))?;
         let set = self.resolve(set);
-        pool.install(|| {
+        let caches: Vec<Mutex<Cache>> = self
+            .take_caches(pool.current_num_threads())
+            .into_iter()
+            .map(Mutex::new)
+            .collect();
+        let result = pool.install(|| {
             texts
                 .par_iter()
-                .map_init(Cache::default, |cache, text| {
+                .map(|text| {
+                    // One cache per worker thread: the lock is never contended.
+                    let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
+                    let mut cache = caches[slot].lock().unwrap_or_else(|p| p.into_inner());
                     let mut out = Vec::with_capacity(text.len() / 3);
-                    self.encode_into(text, set, cache, &mut out)?;
+                    self.encode_into(text, set, &mut cache, &mut out)?;
                     Ok(out)
                 })
                 .collect()
-        })
+        });
+        self.give_back(
+            caches
+                .into_iter()
+                .map(|c| c.into_inner().unwrap_or_else(|p| p.into_inner()))
+                .collect(),
+        );
+        result
     }
 
     /// BPE of one pretoken, appended to `out`.
