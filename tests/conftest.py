@@ -1,7 +1,7 @@
 """Shared test setup: the CS336 data folder, an offline tiktoken `gpt2`, `--runslow`, hypothesis.
 
-The data folder lives beside the repository (`../shared/data/cs336`, as CI checks it out); tests that
-need it are skipped when it is missing. Nothing here touches the network.
+The data folder lives beside the repository (`../shared/data/cs336`, as CI checks it out);
+tests that need it are skipped when it is missing. Nothing here touches the network.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def cs336_data() -> Path:
 
 @pytest.fixture(scope="session")
 def tiktoken_gpt2(cs336_data: Path) -> Iterator[object]:
-    """tiktoken's `gpt2` encoding, loaded offline from `tiktoken_cache/` (skips without tiktoken)."""
+    """tiktoken's `gpt2` encoding, loaded offline from `tiktoken_cache/` (skips without it)."""
     tiktoken = pytest.importorskip("tiktoken")
     cache_dir = cs336_data / "tiktoken_cache"
     if not cache_dir.is_dir():

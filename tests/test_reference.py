@@ -1,4 +1,4 @@
-"""Tests of the oracle itself (`tests/reference.py`) against SPEC.md and the upstream CS336 fixtures.
+"""Tests of the oracle (`tests/reference.py`) against SPEC.md and the upstream CS336 fixtures.
 
 If these pass, the oracle can be trusted as the other side of every differential test. They do not
 test `bytepair`.
@@ -12,9 +12,10 @@ import pickle
 from pathlib import Path
 
 import pytest
-import reference as ref
 from hypothesis import given
 from hypothesis import strategies as st
+
+import reference as ref
 
 SPECIAL = "<|endoftext|>"
 

@@ -327,8 +327,22 @@ pub fn count_file(
         source,
     };
     let mut file = File::open(path).map_err(io_err)?;
-    file.seek(SeekFrom::Start(start)).map_err(io_err)?;
-    let mut reader = file.take(end.saturating_sub(start));
+    if start > 0 {
+        file.seek(SeekFrom::Start(start)).map_err(io_err)?;
+    }
+    let meta = file.metadata().map_err(io_err)?;
+    let mut n_bytes = end.saturating_sub(start);
+    if meta.is_file() {
+        n_bytes = n_bytes.min(meta.len().saturating_sub(start)); // pipes report no length
+    }
+    let mut reader = file.take(n_bytes);
+    // A chunk never needs to be larger than the input (plus one byte to see its end).
+    let chunk_size = config.chunk_size.clamp(
+        1,
+        usize::try_from(n_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1),
+    );
     let mut stats = CountStats::default();
     let (tx, rx) = mpsc::sync_channel::<String>(config.num_threads.max(1));
     let rx = Mutex::new(rx);
@@ -336,20 +350,27 @@ pub fn count_file(
         let workers: Vec<_> = (0..config.num_threads.max(1))
             .map(|_| scope.spawn(|| count_chunks(&rx, config)))
             .collect();
-        let read = read_chunks(&mut reader, config, &mut stats, start, progress, &tx).map_err(
-            |e| match e {
-                ReadError::Io(source) => io_err(source),
-                ReadError::InvalidUtf8(offset) => CountError::InvalidUtf8 {
-                    path: path.to_owned(),
-                    offset,
-                },
-                ReadError::Interrupted => CountError::Interrupted,
-                ReadError::OutOfMemory(n_bytes) => CountError::OutOfMemory {
-                    path: path.to_owned(),
-                    n_bytes,
-                },
+        let read = read_chunks(
+            &mut reader,
+            config,
+            chunk_size,
+            &mut stats,
+            start,
+            progress,
+            &tx,
+        )
+        .map_err(|e| match e {
+            ReadError::Io(source) => io_err(source),
+            ReadError::InvalidUtf8(offset) => CountError::InvalidUtf8 {
+                path: path.to_owned(),
+                offset,
             },
-        );
+            ReadError::Interrupted => CountError::Interrupted,
+            ReadError::OutOfMemory(n_bytes) => CountError::OutOfMemory {
+                path: path.to_owned(),
+                n_bytes,
+            },
+        });
         drop(tx);
         let mut tables = Vec::new();
         let mut first_err = read.err();
@@ -375,15 +396,16 @@ enum ReadError {
 }
 
 /// Reads, decodes and cuts the input into chunks, sending each to the workers.
+#[allow(clippy::too_many_arguments)]
 fn read_chunks(
     reader: &mut impl Read,
     config: &CountConfig,
+    chunk_size: usize,
     stats: &mut CountStats,
     start: u64,
     progress: &mut dyn FnMut(u64) -> bool,
     tx: &mpsc::SyncSender<String>,
 ) -> Result<(), ReadError> {
-    let chunk_size = config.chunk_size.max(1);
     let mut raw: Vec<u8> = Vec::new();
     let mut text = String::new();
     let mut target = chunk_size;

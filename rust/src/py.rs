@@ -23,7 +23,8 @@ fn pretokenize_err(e: PretokenizeError) -> PyErr {
 fn count_err(e: CountError) -> PyErr {
     match e {
         CountError::Io { path, source } => {
-            PyOSError::new_err((source.raw_os_error().unwrap_or(0), source.to_string(), path))
+            let errno = source.raw_os_error().unwrap_or(0);
+            PyOSError::new_err((errno, source.to_string(), path.display().to_string()))
         }
         CountError::InvalidUtf8 { .. } => PyValueError::new_err(e.to_string()),
         CountError::Pretokenize(e) => pretokenize_err(e),

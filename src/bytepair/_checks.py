@@ -56,3 +56,15 @@ def check_input_files(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -
         if not os.access(path, os.R_OK):
             raise PermissionError(f"input file is not readable: {path} (check its permissions)")
     return paths
+
+
+def check_text(text: str) -> str:
+    """`text` as a str that UTF-8 can encode: lone surrogates become U+FFFD (as in tiktoken),
+    and a surrogate pair written as two code points becomes the character it encodes."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__} (decode bytes first)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text

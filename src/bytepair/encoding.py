@@ -18,17 +18,13 @@ from typing import Literal
 
 from . import _core
 from ._checks import check_num_threads, check_special_tokens
+from ._checks import check_text as _check_text
 from .patterns import resolve_pattern
 
 AllowedSpecial = Literal["all"] | Collection[str]
 
 #: encode_iterable hands the core this many characters at a time (at least).
 _STREAM_CHARS = 1 << 16
-
-
-def _fix_surrogates(text: str) -> str:
-    """Lone surrogates cannot be UTF-8; like tiktoken, replace each with U+FFFD."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class Tokenizer:
@@ -346,18 +342,6 @@ def _check_vocab(vocab: dict[int, bytes]) -> dict[int, bytes]:
     if out and max(out) > 4 * len(out) + (1 << 20):
         raise ValueError(f"vocab ids are too sparse: {len(out)} tokens but ids up to {max(out)}")
     return out
-
-
-def _check_text(text: str) -> str:
-    """`text` as valid UTF-8-encodable str: lone surrogates become U+FFFD (as in tiktoken), and a
-    surrogate pair written as two code points becomes the character it encodes."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__} (decode bytes first)")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _fix_surrogates(text)
-    return text
 
 
 def _check_ids(ids: Iterable[int]) -> list[int]:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from . import _core
-from ._checks import check_input_files, check_num_threads, check_special_tokens
+from ._checks import check_input_files, check_num_threads, check_special_tokens, check_text
 from .patterns import resolve_pattern
 
 WordCounts = _core.WordCounts
@@ -37,10 +37,10 @@ def pretokenize(
     >>> pretokenize("it's 12 cats<|endoftext|>!", special_tokens=["<|endoftext|>"])
     ['it', "'s", ' 12', ' cats', '<|endoftext|>', '!']
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
     return _core.pretokenize(
-        text, special_tokens=check_special_tokens(special_tokens), pattern=resolve_pattern(pattern)
+        check_text(text),
+        special_tokens=check_special_tokens(special_tokens),
+        pattern=resolve_pattern(pattern),
     )
 
 
@@ -63,7 +63,7 @@ def count_files(
 ) -> WordCounts:
     """Counts the pretokens of text files; special tokens split the text and are not counted.
 
-    `progress(n)` gets the bytes read so far in the current file; `stats` collects totals.
+    `progress(n)` gets the bytes read so far, over all files; `stats` collects totals.
 
     >>> counts = count_files("corpus.txt", special_tokens=["<|endoftext|>"])  # doctest: +SKIP
     """
@@ -82,6 +82,7 @@ def count_files(
     total = WordCounts()
     stats = stats if stats is not None else CountStats()
     for path in files:
+        done = stats.n_bytes
         counts, n_bytes, n_replaced = _core.count_file(
             os.fspath(path),
             start=0,
@@ -91,7 +92,7 @@ def count_files(
             strict=strict,
             chunk_size=chunk_size,
             num_threads=threads,
-            progress=progress,
+            progress=None if progress is None else (lambda n, done=done: progress(done + n)),
         )
         stats.n_bytes += n_bytes
         stats.n_replaced += n_replaced
@@ -129,7 +130,7 @@ def count_texts(
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"item {i} of the texts is {type(text).__name__}, not str")
-        batch.append(text)
+        batch.append(check_text(text))
         size += len(text)
         if size >= batch_bytes:
             flush()

@@ -148,21 +148,16 @@ def train_with_report(
     bar = _Bar(show, sum(p.stat().st_size for p in files), "reading", "B", True)
     start = time.perf_counter()
     try:
-        counts = WordCounts()
-        for path in files:
-            done = stats.n_bytes
-            counts.merge(
-                count_files(
-                    path,
-                    special_tokens=specials,
-                    pattern=regex,
-                    num_threads=num_threads,
-                    errors=errors,
-                    chunk_size=chunk_size,
-                    stats=stats,
-                    progress=lambda n, done=done: bar.to(done + n),
-                )
-            )
+        counts = count_files(
+            files,
+            special_tokens=specials,
+            pattern=regex,
+            num_threads=num_threads,
+            errors=errors,
+            chunk_size=chunk_size,
+            stats=stats,
+            progress=bar.to,
+        )
     finally:
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
