@@ -310,13 +310,18 @@ class Tokenizer:
 
     def token_to_id(self, token: bytes | str) -> int:
         """The id of one token (bytes, or a str taken as its UTF-8); KeyError if absent."""
-        raw = token.encode("utf-8") if isinstance(token, str) else bytes(token)
         if isinstance(token, str) and token in self._special_ids:
             return self._special_ids[token]
-        for i, b in self._vocab.items():
-            if b == raw:
-                return i
-        raise KeyError(f"{token!r} is not a token of this vocabulary")
+        raw = token.encode("utf-8") if isinstance(token, str) else bytes(token)
+        try:
+            return self._id_of[raw]
+        except KeyError:
+            raise KeyError(f"{token!r} is not a token of this vocabulary") from None
+
+    @functools.cached_property
+    def _id_of(self) -> dict[bytes, int]:
+        """Bytes → id (the lowest id where several share bytes), built on first use."""
+        return {b: i for i, b in sorted(self._vocab.items(), reverse=True)}
 
     def id_to_token(self, token_id: int) -> bytes:
         """The bytes of one id; KeyError if absent."""
