@@ -815,3 +815,34 @@ def test_properties_are_copies(trained) -> None:
     assert trained.vocab[0] == b"\x00"
     assert len(trained.merges) > 0
     assert "Tokenizer" in repr(trained)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_getaffinity"), reason="Linux rlimits")
+def test_out_of_memory_is_memory_error_not_an_abort(tmp_path: Path) -> None:
+    """Under a tight address-space limit (as CS336's memory tests set one), encode raises
+    MemoryError and the interpreter lives on; it must never abort in native code."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import os, resource, bytepair
+        tok = bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [])
+        for text in ("hello world " * 500_000, "héllo wörld " * 500_000):
+            rss = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            prev = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (rss + 1_000_000, prev[1]))
+            try:
+                tok.encode(text)
+                print("encoded")
+            except MemoryError:
+                print("MemoryError")
+            finally:
+                resource.setrlimit(resource.RLIMIT_AS, prev)
+        print("alive")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["MemoryError", "MemoryError", "alive"]

@@ -48,6 +48,9 @@ pub enum EncodeError {
     /// Pretokenization failed.
     #[error(transparent)]
     Pretokenize(#[from] PretokenizeError),
+    /// The output buffer could not be allocated.
+    #[error("out of memory: cannot hold the ids of {0} bytes of text")]
+    OutOfMemory(usize),
     /// Building the thread pool failed.
     #[error("could not start worker threads: {0}")]
     Threads(String),
@@ -273,7 +276,11 @@ impl Encoder {
         text: &str,
         set: &Option<SpecialSet>,
     ) -> Result<Vec<TokenId>, EncodeError> {
-        let mut out = Vec::with_capacity(text.len() / 3);
+        let mut out = Vec::new();
+        // Fail cleanly (MemoryError) rather than abort when memory is short: the output is
+        // the largest allocation, and is asked for first.
+        out.try_reserve(text.len() / 3 + 16)
+            .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
         let mut caches = self.take_caches(1);
         let result = self.encode_into(text, self.resolve(set), &mut caches[0], &mut out);
         self.give_back(caches);
@@ -477,7 +484,9 @@ impl Encoder {
 
     /// The bytes of `ids`, concatenated.
     pub fn decode_bytes(&self, ids: &[TokenId]) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::with_capacity(ids.len() * 4);
+        let mut out = Vec::new();
+        out.try_reserve(ids.len() * 4)
+            .map_err(|_| EncodeError::OutOfMemory(ids.len() * 4))?;
         for &id in ids {
             match self.decoder.get(id as usize) {
                 Some(Some(bytes)) => out.extend_from_slice(bytes),

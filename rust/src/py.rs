@@ -36,6 +36,7 @@ fn count_err(e: CountError) -> PyErr {
 fn encode_err(e: EncodeError) -> PyErr {
     match e {
         EncodeError::UnknownId(id) => PyKeyError::new_err(id),
+        EncodeError::OutOfMemory(_) => PyMemoryError::new_err(e.to_string()),
         EncodeError::Pretokenize(e) => pretokenize_err(e),
         other => PyValueError::new_err(other.to_string()),
     }

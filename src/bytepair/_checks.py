@@ -63,6 +63,8 @@ def check_text(text: str) -> str:
     and a surrogate pair written as two code points becomes the character it encodes."""
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__} (decode bytes first)")
+    if text.isascii():  # O(1) for CPython strings
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
