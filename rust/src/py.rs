@@ -95,6 +95,12 @@ impl PyWordCounts {
         }
     }
 
+    /// Adds `found` into this table, holding its lock with the GIL released (the lock is
+    /// only ever held for a moment or without the GIL, so no thread waits on both).
+    fn absorb(&self, py: Python<'_>, found: WordCounts) {
+        py.detach(|| self.lock().merge(found));
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, WordCounts> {
         self.inner
             .lock()
@@ -133,12 +139,7 @@ impl PyWordCounts {
             ));
         }
         let theirs = other.lock().clone();
-        let mut mine = std::mem::take(&mut *self.lock());
-        mine = py.detach(move || {
-            mine.merge(theirs);
-            mine
-        });
-        *self.lock() = mine;
+        self.absorb(py, theirs);
         Ok(())
     }
 
@@ -212,12 +213,7 @@ fn count_texts(
     let found = py
         .detach(|| count::count_texts(&texts, &config))
         .map_err(pretokenize_err)?;
-    let mut mine = std::mem::take(&mut *counts.lock());
-    mine = py.detach(move || {
-        mine.merge(found);
-        mine
-    });
-    *counts.lock() = mine;
+    counts.absorb(py, found);
     Ok(())
 }
 
