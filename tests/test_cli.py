@@ -267,3 +267,15 @@ def test_help_and_usage(tmp_path: Path) -> None:
     result = run_cli("train", "x.txt", cwd=tmp_path)  # --vocab-size and -o missing
     assert result.returncode == 2
     assert "--vocab-size" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_import_pulls_in_no_optional_dependency() -> None:
+    """`import bytepair` stays light: numpy, tqdm and the test peers load only when used."""
+    code = (
+        "import sys, bytepair; "
+        "print(sorted(m for m in ('numpy', 'tqdm', 'tiktoken', 'tokenizers', 'regex', 'hypothesis')"
+        " if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
