@@ -23,10 +23,12 @@ MAX_CHUNK_SIZE = 1 << 30
 
 @dataclass
 class CountStats:
-    """What counting saw: bytes read and invalid UTF-8 sequences replaced by U+FFFD."""
+    """What counting saw: bytes read and invalid UTF-8 sequences replaced by U+FFFD (files),
+    characters read (texts)."""
 
     n_bytes: int = 0
     n_replaced: int = 0
+    n_chars: int = 0
 
 
 def pretokenize(
@@ -108,10 +110,12 @@ def count_texts(
     num_threads: int | None = None,
     batch_bytes: int = 16 << 20,
     progress: Callable[[int], object] | None = None,
+    stats: CountStats | None = None,
 ) -> WordCounts:
     """Counts the pretokens of each text of an iterable; no pretoken spans two texts.
 
     Texts are gathered into batches of about `batch_bytes`, so memory stays bounded.
+    `progress(n)` gets the characters read so far; `stats` collects their total.
 
     >>> len(count_texts(["a cat", "a dog"]))
     3
@@ -139,4 +143,6 @@ def count_texts(
             if progress is not None:
                 progress(done)
     flush()
+    if stats is not None:
+        stats.n_chars += done + size
     return total

@@ -231,26 +231,20 @@ def train_from_iterator(
     report = TrainReport()
     bar = _Bar(show, 0, "reading", "char", True)
     start = time.perf_counter()
-    n_chars = 0
-
-    def measured(items: Iterable[str]) -> Iterable[str]:
-        nonlocal n_chars
-        for item in items:
-            n_chars += len(item) if isinstance(item, str) else 0
-            yield item
-
+    stats = CountStats()
     try:
         counts = count_texts(
-            measured(texts),
+            texts,
             special_tokens=specials,
             pattern=regex,
             num_threads=num_threads,
             progress=bar.to,
+            stats=stats,
         )
     finally:
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
-    if n_chars == 0:
+    if stats.n_chars == 0:
         raise ValueError(
             "the input is empty (the iterable gave no text): there is no text to train on"
         )
