@@ -1,7 +1,8 @@
 """Shared test setup: the CS336 data folder, an offline tiktoken `gpt2`, `--runslow`, hypothesis.
 
 The data folder lives beside the repository (`../shared/data/cs336`, as CI checks it out);
-tests that need it are skipped when it is missing. Nothing here touches the network.
+tests that need it fail when it is missing (a skip would hide lost coverage in CI). Nothing
+here touches the network.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def cs336_data() -> Path:
-    """The shared CS336 fixture folder; skips the test when it is not checked out."""
+    """The shared CS336 fixture folder; the test fails when it is not checked out."""
     if not CS336_DATA.is_dir():
-        pytest.skip(
+        pytest.fail(
             f"shared data folder {CS336_DATA} is missing (check out ../shared beside the repo)"
         )
     return CS336_DATA
@@ -54,11 +55,12 @@ def cs336_data() -> Path:
 
 @pytest.fixture(scope="session")
 def tiktoken_gpt2(cs336_data: Path) -> Iterator[object]:
-    """tiktoken's `gpt2` encoding, loaded offline from `tiktoken_cache/` (skips without it)."""
-    tiktoken = pytest.importorskip("tiktoken")
+    """tiktoken's `gpt2` encoding, loaded offline from `tiktoken_cache/` (fails without it)."""
+    import tiktoken
+
     cache_dir = cs336_data / "tiktoken_cache"
     if not cache_dir.is_dir():
-        pytest.skip(f"{cache_dir} is missing: tiktoken would need the network to load gpt2")
+        pytest.fail(f"{cache_dir} is missing: tiktoken would need the network to load gpt2")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TIKTOKEN_CACHE_DIR", str(cache_dir))
         yield tiktoken.get_encoding("gpt2")

@@ -216,7 +216,7 @@ def test_encode_writes_npy_of_ids(trained: Path, corpus: Path, tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     ids = np.load(out)
     tok = bytepair.load(trained)
-    expected = tok.encode(corpus.read_text(encoding="utf-8"))
+    expected = tok.encode(corpus.read_bytes().decode("utf-8"))
     assert ids.tolist() == expected
     assert ids.dtype == np.uint16  # 320 ids fit in 16 bits
     assert ids.ndim == 1

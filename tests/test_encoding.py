@@ -558,8 +558,6 @@ def test_iterable_equals_encode(gpt2, trained, pieces: list[str]) -> None:
 @settings(suppress_health_check=SUPPRESS)
 def test_iterable_streaming_cuts(trained, pieces: list[str], chunk: int, subset) -> None:
     """With a tiny streaming threshold every piece goes through the cutting path."""
-    if not hasattr(bp_encoding, "_STREAM_CHARS"):
-        pytest.skip("bytepair.encoding._STREAM_CHARS is gone; update this test")
     text = "".join(pieces)
     kwargs = {} if subset is None else {"allowed_special": subset}
     with pytest.MonkeyPatch.context() as patch:
@@ -580,8 +578,6 @@ spacey_text = st.lists(
 @settings(suppress_health_check=SUPPRESS)
 def test_iterable_streaming_whitespace_specials(trained, pieces, chunk: int, subset) -> None:
     """Special tokens made of (or holding) whitespace straddle the places the stream may cut."""
-    if not hasattr(bp_encoding, "_STREAM_CHARS"):
-        pytest.skip("bytepair.encoding._STREAM_CHARS is gone; update this test")
     tok = bytepair.Tokenizer(trained.vocab, trained.merges, SPACEY_SPECIALS)
     text = "".join(pieces)
     kwargs = {} if subset is None else {"allowed_special": subset}
@@ -596,8 +592,6 @@ def test_iterable_streaming_whitespace_specials(trained, pieces, chunk: int, sub
 @settings(suppress_health_check=SUPPRESS)
 def test_iterable_streaming_disallowed(trained, pieces: list[str], chunk: int) -> None:
     """A disallowed special token is found even when it spans a streaming cut."""
-    if not hasattr(bp_encoding, "_STREAM_CHARS"):
-        pytest.skip("bytepair.encoding._STREAM_CHARS is gone; update this test")
     text = "".join(pieces)
     kwargs = {"allowed_special": {EOT}, "disallowed_special": "all"}
     try:
@@ -659,8 +653,6 @@ def test_iterable_surrogates_across_items(gpt2, pieces: list[str]) -> None:
 @given(pieces=split_text(surrogate_text), chunk=st.integers(1, 40))
 @settings(suppress_health_check=SUPPRESS)
 def test_iterable_streaming_surrogates(trained, pieces: list[str], chunk: int) -> None:
-    if not hasattr(bp_encoding, "_STREAM_CHARS"):
-        pytest.skip("bytepair.encoding._STREAM_CHARS is gone; update this test")
     expected = trained.encode("".join(pieces))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bp_encoding, "_STREAM_CHARS", chunk)

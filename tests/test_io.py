@@ -184,24 +184,16 @@ def test_save_refuses_gpt2_key_collisions(tmp_path: Path) -> None:
     """A special token whose text equals another token's GPT-2 form ('§' is also how byte 0xA7
     is written) cannot go into vocab.json: save must say so, not drop a token silently."""
     tok = bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], ["§"])
-    try:
+    with pytest.raises(ValueError, match=r"§.*rename the special token"):
         tok.save(tmp_path / "out")
-    except ValueError as e:
-        assert "§" in str(e)
-        assert not (tmp_path / "out" / "vocab.json").exists()
-        return
-    directory = tmp_path / "out"
-    vocab_json = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
-    assert len(vocab_json) == len(tok.vocab)
-    back = bytepair.Tokenizer.from_files(directory / "vocab.json", directory / "merges.txt", ["§"])
-    assert back.vocab == tok.vocab
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
 
 
 # --- HF tokenizers ----------------------------------------------------------------------------
 
 
 def _hf_from_saved(directory: Path):
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     from tokenizers import Regex, decoders, models, pre_tokenizers
 
     model = models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt"))
@@ -395,12 +387,11 @@ def test_model_bad_fields_name_the_line(trained, tmp_path: Path) -> None:
         "bad pattern json": (1, 'pattern "unterminated'),
         "bad special json": (3, '99 "<|endo'),
     }
-    for name, (index, replacement) in cases.items():
+    for index, replacement in cases.values():
         broken = list(lines)
         broken[index] = replacement
         with pytest.raises(ValueError, match=rf"bad\.model: line {index + 1}\b"):
             _load_lines(tmp_path, broken)
-        assert name
 
 
 def test_model_special_ids_mismatch(trained, tmp_path: Path) -> None:

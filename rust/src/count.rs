@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
@@ -32,6 +33,33 @@ pub enum CountError {
     /// A buffer could not be allocated.
     #[error("out of memory: could not allocate {n_bytes} bytes for reading {path}")]
     OutOfMemory { path: PathBuf, n_bytes: usize },
+    /// The word table could not grow.
+    #[error("out of memory: the table of distinct words could not grow")]
+    TableFull,
+    /// A count would pass 2^64 - 1.
+    #[error("a word count would pass 2^64 - 1 (18446744073709551615)")]
+    Overflow,
+    /// A worker thread panicked: a bug, reported rather than hidden.
+    #[error("internal error in a counting thread: {0}")]
+    Internal(String),
+}
+
+impl From<TableError> for CountError {
+    fn from(e: TableError) -> Self {
+        match e {
+            TableError::Full => CountError::TableFull,
+            TableError::Overflow => CountError::Overflow,
+        }
+    }
+}
+
+/// Why a word table could not take more counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableError {
+    /// Allocation failed.
+    Full,
+    /// A count would pass `u64::MAX`.
+    Overflow,
 }
 
 /// Distinct pretokens (as UTF-8 bytes) and how often each occurs; counts are u64 so that no
@@ -67,14 +95,17 @@ impl Default for WordCounts {
 impl WordCounts {
     /// Adds `n` occurrences of `word`.
     #[inline]
-    pub fn add(&mut self, word: &[u8], n: u64) {
+    pub fn add(&mut self, word: &[u8], n: u64) -> Result<(), TableError> {
         if word.len() <= PACKED_MAX {
             let key = pack_word(word);
-            *self.short[part_of(key)].entry(key).or_insert(0) += n;
+            add_one(&mut self.short[part_of(key)], key, n)
         } else if let Some(count) = self.long.get_mut(word) {
-            *count += n;
+            *count = count.checked_add(n).ok_or(TableError::Overflow)?;
+            Ok(())
         } else {
+            self.long.try_reserve(1).map_err(|_| TableError::Full)?;
             self.long.insert(word.into(), n);
+            Ok(())
         }
     }
 
@@ -99,21 +130,133 @@ impl WordCounts {
         }
     }
 
-    /// Adds every count of `other` into `self`.
-    pub fn merge(&mut self, mut other: WordCounts) {
+    /// Adds every count of `other` into `self`, in place (the larger map absorbs the smaller).
+    pub fn merge(&mut self, other: WordCounts) -> Result<(), TableError> {
         for (mine, theirs) in self.short.iter_mut().zip(other.short) {
-            add_all(mine, theirs);
+            add_all(mine, theirs)?;
         }
-        if self.long.len() < other.long.len() {
-            std::mem::swap(&mut self.long, &mut other.long);
+        add_all(&mut self.long, other.long)
+    }
+}
+
+/// The first bytes of a `WordCounts` blob, then a format version.
+const BLOB_MAGIC: &[u8; 4] = b"BPWC";
+const BLOB_VERSION: u8 = 1;
+
+impl WordCounts {
+    /// The table as a compact blob: magic, version, the number of words (u64 LE), then each word
+    /// as LEB128 length, bytes, LEB128 count, in byte order (so the same table gives the same
+    /// bytes, and a reader can refuse repeats), then the magic again as an end mark.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, TableError> {
+        let mut arena: Vec<u8> = Vec::new();
+        let mut entries: Vec<(usize, usize, u64)> = Vec::new();
+        entries
+            .try_reserve_exact(self.len())
+            .map_err(|_| TableError::Full)?;
+        self.for_each(|w, n| {
+            entries.push((arena.len(), w.len(), n));
+            arena.extend_from_slice(w);
+        });
+        let word = |&(at, len, _): &(usize, usize, u64)| &arena[at..at + len];
+        entries.sort_unstable_by(|a, b| word(a).cmp(word(b)));
+        let mut out = Vec::new();
+        out.try_reserve(arena.len() + 8 * entries.len() + 32)
+            .map_err(|_| TableError::Full)?;
+        out.extend_from_slice(BLOB_MAGIC);
+        out.push(BLOB_VERSION);
+        out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+        for e in &entries {
+            put_varint(&mut out, e.1 as u64);
+            out.extend_from_slice(word(e));
+            put_varint(&mut out, e.2);
         }
-        add_all(&mut self.long, other.long);
+        out.extend_from_slice(BLOB_MAGIC);
+        Ok(out)
+    }
+
+    /// Reads a blob of `to_bytes`; the error says what is wrong and at which byte.
+    pub fn from_bytes(data: &[u8]) -> Result<WordCounts, String> {
+        let mut r = BlobReader { data, at: 0 };
+        if r.take(4)? != BLOB_MAGIC {
+            return Err("it does not start with b'BPWC'".into());
+        }
+        let version = r.take(1)?[0];
+        if version != BLOB_VERSION {
+            return Err(format!(
+                "format version {version}; this bytepair reads version 1"
+            ));
+        }
+        let n = u64::from_le_bytes(r.take(8)?.try_into().unwrap_or_default());
+        let mut counts = WordCounts::default();
+        let mut previous: Option<&[u8]> = None;
+        for i in 0..n {
+            let len = r.varint()?;
+            let word = r.take(usize::try_from(len).unwrap_or(usize::MAX))?;
+            if previous.is_some_and(|p| p >= word) {
+                return Err(format!(
+                    "word {i} is out of order or repeated (byte {})",
+                    r.at
+                ));
+            }
+            previous = Some(word);
+            let count = r.varint()?;
+            counts
+                .add(word, count)
+                .map_err(|e| format!("{e:?} at word {i}"))?;
+        }
+        if r.take(4)? != BLOB_MAGIC || r.at != data.len() {
+            return Err(format!(
+                "no end mark right after the {n} words (byte {})",
+                r.at
+            ));
+        }
+        Ok(counts)
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A cursor over a blob whose every read is bounds-checked.
+struct BlobReader<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> BlobReader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.data.len());
+        let end = end.ok_or_else(|| format!("truncated at byte {}", self.data.len()))?;
+        let bytes = &self.data[self.at..end];
+        self.at = end;
+        Ok(bytes)
+    }
+
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = self.take(1)?[0];
+            let bits = (b & 0x7f) as u64;
+            if shift == 63 && bits > 1 {
+                break;
+            }
+            v |= bits << shift;
+            if b < 0x80 {
+                return Ok(v);
+            }
+        }
+        Err(format!("a number past 2^64 - 1 at byte {}", self.at))
     }
 }
 
 impl WordCounts {
     /// The sum of the tables of several workers, partition by partition on as many threads.
-    pub fn sum(tables: Vec<WordCounts>) -> WordCounts {
+    pub fn sum(tables: Vec<WordCounts>) -> Result<WordCounts, TableError> {
         let mut parts: Vec<Vec<FastMap<u128, u64>>> = (0..PARTS).map(|_| Vec::new()).collect();
         let mut long = FastMap::default();
         let n_threads = tables.len().max(1);
@@ -121,7 +264,7 @@ impl WordCounts {
             for (i, map) in table.short.into_iter().enumerate() {
                 parts[i].push(map);
             }
-            add_all(&mut long, table.long);
+            add_all(&mut long, table.long)?;
         }
         let per = PARTS.div_ceil(n_threads);
         let short = std::thread::scope(|scope| {
@@ -131,8 +274,10 @@ impl WordCounts {
                     scope.spawn(move || {
                         let fold = |maps: &mut Vec<FastMap<u128, u64>>| {
                             let mut acc = maps.pop().unwrap_or_default();
-                            maps.drain(..).for_each(|m| add_all(&mut acc, m));
-                            acc
+                            for m in maps.drain(..) {
+                                add_all(&mut acc, m)?;
+                            }
+                            Ok(acc)
                         };
                         group.iter_mut().map(fold).collect::<Vec<_>>()
                     })
@@ -141,20 +286,37 @@ impl WordCounts {
             let joined = handles.into_iter().map(|h| h.join());
             joined
                 .flat_map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        WordCounts { short, long }
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        Ok(WordCounts { short, long })
     }
 }
 
 /// Adds the counts of `from` into `into` (iterating the smaller of the two).
-fn add_all<K: std::hash::Hash + Eq>(into: &mut FastMap<K, u64>, mut from: FastMap<K, u64>) {
+fn add_all<K: std::hash::Hash + Eq>(
+    into: &mut FastMap<K, u64>,
+    mut from: FastMap<K, u64>,
+) -> Result<(), TableError> {
     if into.len() < from.len() {
         std::mem::swap(into, &mut from);
     }
+    into.try_reserve(from.len()).map_err(|_| TableError::Full)?;
     for (key, n) in from {
-        *into.entry(key).or_insert(0) += n;
+        add_one(into, key, n)?;
     }
+    Ok(())
+}
+
+/// Adds `n` to the count of `key`, refusing to wrap around.
+#[inline(always)]
+fn add_one<K: std::hash::Hash + Eq>(
+    map: &mut FastMap<K, u64>,
+    key: K,
+    n: u64,
+) -> Result<(), TableError> {
+    let count = map.entry(key).or_insert(0);
+    *count = count.checked_add(n).ok_or(TableError::Overflow)?;
+    Ok(())
 }
 
 /// Counts words into a `WordCounts`, with two layers in front of its maps.
@@ -168,6 +330,8 @@ pub struct Counter {
     hot_counts: Vec<u64>,
     queued: Vec<Vec<(u128, u64)>>,
     counts: WordCounts,
+    /// The first table error; kept aside so that the hot loop does not branch on results.
+    error: Option<TableError>,
 }
 
 const HOT_BITS: u32 = 14;
@@ -182,6 +346,7 @@ impl Default for Counter {
             hot_counts: vec![0; HOT_SLOTS],
             queued: (0..PARTS).map(|_| Vec::with_capacity(QUEUE)).collect(),
             counts: WordCounts::default(),
+            error: None,
         }
     }
 }
@@ -191,7 +356,9 @@ impl Counter {
     #[inline(always)]
     fn add(&mut self, word: &[u8]) {
         if word.len() > PACKED_MAX {
-            self.counts.add(word, 1);
+            if let Err(e) = self.counts.add(word, 1) {
+                self.error.get_or_insert(e);
+            }
             return;
         }
         let key = pack_word(word);
@@ -210,13 +377,28 @@ impl Counter {
     #[inline(always)]
     fn queue(&mut self, key: u128, n: u64) {
         let part = part_of(key);
+        self.queued[part].push((key, n));
+        if self.queued[part].len() >= QUEUE {
+            self.flush(part);
+        }
+    }
+
+    /// Applies the queue of one partition; the map grows with `try_reserve`, so that running out
+    /// of memory is an error (MemoryError in Python) rather than an abort of the process.
+    fn flush(&mut self, part: usize) {
+        let map = &mut self.counts.short[part];
         let queue = &mut self.queued[part];
-        queue.push((key, n));
-        if queue.len() >= QUEUE {
-            let map = &mut self.counts.short[part];
-            for (key, n) in queue.drain(..) {
-                *map.entry(key).or_insert(0) += n;
-            }
+        let result = map
+            .try_reserve(queue.len())
+            .map_err(|_| TableError::Full)
+            .and_then(|()| {
+                queue
+                    .drain(..)
+                    .try_for_each(|(key, n)| add_one(map, key, n))
+            });
+        queue.clear();
+        if let Err(e) = result {
+            self.error.get_or_insert(e);
         }
     }
 
@@ -226,18 +408,22 @@ impl Counter {
         text: &str,
         specials: &Specials,
         pretok: &Pretokenizer,
-    ) -> Result<(), PretokenizeError> {
+    ) -> Result<(), CountError> {
         let mut result = Ok(());
         specials.for_each_piece(text, |piece| {
             if let (Piece::Text(t), Ok(())) = (piece, &result) {
                 result = pretok.for_each(t, |word| self.add(word.as_bytes()));
             }
         });
-        result
+        result?;
+        match self.error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
     }
 
     /// The counts, with the cache and the queues flushed into them.
-    pub fn finish(mut self) -> WordCounts {
+    pub fn finish(mut self) -> Result<WordCounts, TableError> {
         for (key, n) in std::mem::take(&mut self.hot_keys)
             .into_iter()
             .zip(std::mem::take(&mut self.hot_counts))
@@ -246,12 +432,13 @@ impl Counter {
                 self.queue(key, n);
             }
         }
-        for (map, queue) in self.counts.short.iter_mut().zip(self.queued) {
-            for (key, n) in queue {
-                *map.entry(key).or_insert(0) += n;
-            }
+        for part in 0..PARTS {
+            self.flush(part);
         }
-        self.counts
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.counts),
+        }
     }
 }
 
@@ -276,6 +463,11 @@ pub struct CountStats {
     pub n_bytes: u64,
     /// Invalid UTF-8 sequences replaced by U+FFFD.
     pub n_replaced: u64,
+    /// Chunks handed to the workers.
+    pub n_chunks: u64,
+    /// Bytes of the largest chunk: far above the chunk size when a long stretch of text had no
+    /// safe cut (one pretoken of megabytes, or a custom pattern and no special token).
+    pub max_chunk: u64,
 }
 
 /// Decodes `raw` into `out`, replacing each maximal invalid subsequence by U+FFFD (as Python's
@@ -306,15 +498,24 @@ fn decode_into(raw: &[u8], out: &mut String, strict: bool) -> Result<u64, usize>
     }
 }
 
-/// Where raw bytes may be cut for decoding: before the last ASCII byte (an ASCII byte is never
-/// part of an invalid sequence, so both sides decode as the whole would).
+/// Where raw bytes may be cut for decoding so that both sides decode as the whole would: before
+/// the last byte that is not a continuation byte (0b10xxxxxx). Such a byte is never inside a
+/// maximal subpart that began earlier, and begins its own. When it lies 5 or more bytes before
+/// the end, the sequence it begins is over (at most 4 bytes) and the whole is cut; so are bytes
+/// that are all continuations (each then is an invalid sequence of its own).
+/// (Cutting only before ASCII, as before, never cut text with no ASCII, e.g. Chinese.)
 fn decode_cut(raw: &[u8]) -> usize {
-    raw.iter().rposition(|&b| b < 0x80).unwrap_or(0)
+    match raw.iter().rposition(|&b| b & 0xc0 != 0x80) {
+        Some(q) if raw.len() - q <= 4 => q,
+        _ => raw.len(),
+    }
 }
 
 /// Counts the words of bytes `start..end` of `path` (the whole file for `0..u64::MAX`).
 /// `start` and `end` must be safe cuts (0, the end, or cuts `safe_cut` would choose).
 /// `progress(n)` is called after each chunk with the bytes read so far; an error stops.
+/// Any error (of the reader or of a worker, a panic included) ends the whole call with it: a
+/// failed worker raises a flag and drains the channel, so the reader never blocks on it.
 pub fn count_file(
     path: &Path,
     start: u64,
@@ -344,22 +545,27 @@ pub fn count_file(
             .saturating_add(1),
     );
     let mut stats = CountStats::default();
-    let (tx, rx) = mpsc::sync_channel::<String>(config.num_threads.max(1));
+    let failed = AtomicBool::new(false);
+    let n_chunks = usize::try_from(n_bytes / chunk_size as u64).unwrap_or(usize::MAX);
+    let n_workers = crate::worker_count(config.num_threads).min(n_chunks.saturating_add(1));
+    let (tx, rx) = mpsc::sync_channel::<String>(n_workers);
     let rx = Mutex::new(rx);
     std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..config.num_threads.max(1))
-            .map(|_| scope.spawn(|| count_chunks(&rx, config)))
+        let workers: Vec<_> = (0..n_workers)
+            .map(|_| scope.spawn(|| count_chunks(&rx, config, &failed)))
             .collect();
         let read = read_chunks(
             &mut reader,
-            config,
-            chunk_size,
+            (config, chunk_size, start),
             &mut stats,
-            start,
             progress,
-            &tx,
-        )
-        .map_err(|e| match e {
+            (&tx, &failed),
+        );
+        if read.is_err() {
+            failed.store(true, Ordering::Relaxed); // the workers skip what is queued
+        }
+        drop(tx);
+        let mut first_err = read.err().map(|e| match e {
             ReadError::Io(source) => io_err(source),
             ReadError::InvalidUtf8(offset) => CountError::InvalidUtf8 {
                 path: path.to_owned(),
@@ -371,21 +577,29 @@ pub fn count_file(
                 n_bytes,
             },
         });
-        drop(tx);
         let mut tables = Vec::new();
-        let mut first_err = read.err();
         for w in workers {
             match w.join() {
                 Ok(Ok(counts)) => tables.push(counts),
-                Ok(Err(e)) => first_err = first_err.or(Some(e.into())),
-                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(panic) => first_err = first_err.or(Some(internal(panic))),
             }
         }
         match first_err {
             Some(e) => Err(e),
-            None => Ok((WordCounts::sum(tables), stats)),
+            None => Ok((WordCounts::sum(tables)?, stats)),
         }
     })
+}
+
+/// A panic of a worker thread as an error.
+fn internal(panic: Box<dyn std::any::Any + Send>) -> CountError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    CountError::Internal(message)
 }
 
 enum ReadError {
@@ -395,22 +609,28 @@ enum ReadError {
     OutOfMemory(usize),
 }
 
-/// Reads, decodes and cuts the input into chunks, sending each to the workers.
-#[allow(clippy::too_many_arguments)]
+/// Reads, decodes and cuts the input into chunks, sending each to the workers; stops early
+/// (without error: the worker's is reported) once a worker has failed.
 fn read_chunks(
     reader: &mut impl Read,
-    config: &CountConfig,
-    chunk_size: usize,
+    (config, chunk_size, start): (&CountConfig, usize, u64),
     stats: &mut CountStats,
-    start: u64,
     progress: &mut dyn FnMut(u64) -> bool,
-    tx: &mpsc::SyncSender<String>,
+    (tx, failed): (&mpsc::SyncSender<String>, &AtomicBool),
 ) -> Result<(), ReadError> {
     let mut raw: Vec<u8> = Vec::new();
     let mut text = String::new();
     let mut target = chunk_size;
     let mut decoded_upto = start;
+    let send = |chunk: String, stats: &mut CountStats| {
+        stats.n_chunks += 1;
+        stats.max_chunk = stats.max_chunk.max(chunk.len() as u64);
+        tx.send(chunk).is_ok() && !failed.load(Ordering::Relaxed)
+    };
     loop {
+        if failed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         let old = raw.len();
         raw.try_reserve(chunk_size)
             .map_err(|_| ReadError::OutOfMemory(chunk_size))?;
@@ -420,13 +640,15 @@ fn read_chunks(
         stats.n_bytes += n as u64;
         let eof = n == 0;
         let cut = if eof { raw.len() } else { decode_cut(&raw) };
+        text.try_reserve(cut)
+            .map_err(|_| ReadError::OutOfMemory(cut))?;
         stats.n_replaced += decode_into(&raw[..cut], &mut text, config.strict)
             .map_err(|off| ReadError::InvalidUtf8(decoded_upto + off as u64))?;
         decoded_upto += cut as u64;
         raw.drain(..cut);
         if eof {
             if !text.is_empty() {
-                let _ = tx.send(text);
+                send(text, stats);
             }
             progress(stats.n_bytes);
             return Ok(());
@@ -436,7 +658,7 @@ fn read_chunks(
                 Some(p) => {
                     let rest = text[p..].to_owned();
                     text.truncate(p);
-                    if tx.send(std::mem::replace(&mut text, rest)).is_err() {
+                    if !send(std::mem::replace(&mut text, rest), stats) {
                         return Ok(()); // a worker failed; its error is reported by the caller
                     }
                     target = chunk_size;
@@ -465,26 +687,37 @@ fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(filled)
 }
 
-/// A worker: counts chunks from the channel until it closes.
+/// A worker: counts chunks from the channel until it closes. After a failure (its own or
+/// another's) it only drains the channel, so that the reader never waits on a full one.
 fn count_chunks(
     rx: &Mutex<mpsc::Receiver<String>>,
     config: &CountConfig,
-) -> Result<WordCounts, PretokenizeError> {
-    let mut counter = Counter::default();
-    loop {
-        let next = match rx.lock() {
-            Ok(guard) => guard.recv(),
-            Err(_) => break,
-        };
-        let Ok(chunk) = next else { break };
-        counter.add_document(&chunk, &config.specials, &config.pretok)?;
+    failed: &AtomicBool,
+) -> Result<WordCounts, CountError> {
+    let next = || match rx.lock() {
+        Ok(guard) => guard.recv().ok(),
+        Err(poisoned) => poisoned.into_inner().recv().ok(),
+    };
+    let work = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut counter = Counter::default();
+        while let Some(chunk) = next() {
+            if !failed.load(Ordering::Relaxed) {
+                counter.add_document(&chunk, &config.specials, &config.pretok)?;
+            }
+        }
+        Ok(counter.finish()?)
+    }));
+    let result = work.unwrap_or_else(|panic| Err(internal(panic)));
+    if result.is_err() {
+        failed.store(true, Ordering::Relaxed);
+        while next().is_some() {}
     }
-    Ok(counter.finish())
+    result
 }
 
 /// Counts the words of independent texts (no pretoken spans two texts) on `num_threads` threads.
-pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts, PretokenizeError> {
-    let n = config.num_threads.max(1).min(texts.len().max(1));
+pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts, CountError> {
+    let n = crate::worker_count(config.num_threads).min(texts.len().max(1));
     let per = texts.len().div_ceil(n).max(1);
     std::thread::scope(|scope| {
         let workers: Vec<_> = texts
@@ -495,18 +728,15 @@ pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts,
                     for t in part {
                         counter.add_document(t, &config.specials, &config.pretok)?;
                     }
-                    Ok::<_, PretokenizeError>(counter.finish())
+                    Ok::<_, CountError>(counter.finish()?)
                 })
             })
             .collect();
         let mut tables = Vec::new();
         for w in workers {
-            match w.join() {
-                Ok(counts) => tables.push(counts?),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
+            tables.push(w.join().unwrap_or_else(|panic| Err(internal(panic)))?);
         }
-        Ok(WordCounts::sum(tables))
+        Ok(WordCounts::sum(tables)?)
     })
 }
 
@@ -521,6 +751,57 @@ mod tests {
         assert_eq!(out, "a\u{FFFD}b\u{FFFD}c\u{FFFD}");
         assert_eq!(n, 3);
         assert_eq!(decode_into(b"ab\xff", &mut String::new(), true), Err(2));
+    }
+
+    #[test]
+    fn decoding_in_pieces_equals_decoding_whole() {
+        let samples: [&[u8]; 4] = [
+            "我们。你好 ab".as_bytes(),
+            b"\xe4\xb8\xe4\xbd\xa0\x80\x80\x80\x80\x80\xf0\x9f\x99\x83\xed\xa0\x80",
+            b"\x80\x80\xf0\x9f\x99\xc0\xc1\xf5\xff",
+            "\u{10ffff}é\u{7ff}\u{800}".as_bytes(),
+        ];
+        for data in samples {
+            let mut whole = String::new();
+            decode_into(data, &mut whole, false).unwrap();
+            for step in 1..=5 {
+                // feed `step` bytes at a time, as the reader does, cutting where decode_cut says
+                let (mut raw, mut text) = (Vec::new(), String::new());
+                for piece in data.chunks(step) {
+                    raw.extend_from_slice(piece);
+                    let cut = decode_cut(&raw);
+                    decode_into(&raw[..cut], &mut text, false).unwrap();
+                    raw.drain(..cut);
+                }
+                decode_into(&raw, &mut text, false).unwrap();
+                assert_eq!(text, whole, "{data:?} in steps of {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn blob_round_trips_and_refuses_damage() {
+        let mut wc = WordCounts::default();
+        for (w, n) in [
+            (&b"the"[..], 7),
+            (b"", 1),
+            (&[b'x'; 40][..], u64::MAX),
+            (b"\xff", 3),
+        ] {
+            wc.add(w, n).unwrap();
+        }
+        let blob = wc.to_bytes().unwrap();
+        assert_eq!(WordCounts::from_bytes(&blob).unwrap(), wc);
+        for cut in 0..blob.len() {
+            assert!(
+                WordCounts::from_bytes(&blob[..cut]).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut longer = blob.clone();
+        longer.push(0);
+        assert!(WordCounts::from_bytes(&longer).is_err());
+        assert_eq!(wc.add(b"the", u64::MAX - 6), Err(TableError::Overflow));
     }
 
     #[test]

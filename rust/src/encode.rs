@@ -54,7 +54,19 @@ pub enum EncodeError {
     /// Building the thread pool failed.
     #[error("could not start worker threads: {0}")]
     Threads(String),
+    /// The ids leave most of their range unused (one huge id would cost a huge table).
+    #[error(
+        "token ids are too sparse: {n_ids} ids, the largest {max_id}; ids must stay below \
+         4 × their number + 2^20"
+    )]
+    SparseIds { n_ids: usize, max_id: u64 },
+    /// The caller's check asked to stop (Ctrl-C).
+    #[error("interrupted")]
+    Interrupted,
 }
+
+/// Long calls check for interruption (Ctrl-C) after about this many bytes of text.
+pub const CHECK_EVERY: usize = 1 << 20;
 
 /// Pretokens longer than this (in bytes) use the heap algorithm.
 const SHORT: usize = 64;
@@ -181,7 +193,18 @@ impl Encoder {
             .map(|(id, _)| *id)
             .chain(specials.iter().map(|(_, id)| *id));
         let max_id = ids.map(|id| id as usize + 1).max().unwrap_or(0);
-        let mut decoder: Vec<Option<Box<[u8]>>> = vec![None; max_id];
+        let n_ids = vocab.len() + specials.len();
+        if max_id > 4 * n_ids + (1 << 20) {
+            return Err(EncodeError::SparseIds {
+                n_ids,
+                max_id: max_id as u64 - 1,
+            });
+        }
+        let mut decoder: Vec<Option<Box<[u8]>>> = Vec::new();
+        decoder
+            .try_reserve_exact(max_id)
+            .map_err(|_| EncodeError::OutOfMemory(max_id))?;
+        decoder.resize(max_id, None);
         let mut id_of: FastMap<Vec<u8>, TokenId> = FastMap::default();
         // A special token's bytes may equal an ordinary token's (e.g. a one-byte special): the
         // ordinary id then stands for those bytes in the merge tables, and the special id is
@@ -276,15 +299,55 @@ impl Encoder {
         text: &str,
         set: &Option<SpecialSet>,
     ) -> Result<Vec<TokenId>, EncodeError> {
+        self.encode_checked(text, set, &mut || true)
+    }
+
+    /// `encode`, calling `check` after about every `CHECK_EVERY` bytes (at safe cuts, so the
+    /// ids are the same); `check` returning false stops with `Interrupted`.
+    pub fn encode_checked(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+        check: &mut dyn FnMut() -> bool,
+    ) -> Result<Vec<TokenId>, EncodeError> {
         let mut out = Vec::new();
         // Fail cleanly (MemoryError) rather than abort when memory is short: the output is
         // the largest allocation, and is asked for first.
         out.try_reserve(text.len() / 3 + 16)
             .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
+        let set = self.resolve(set);
         let mut caches = self.take_caches(1);
-        let result = self.encode_into(text, self.resolve(set), &mut caches[0], &mut out);
+        let mut result = Ok(());
+        let mut pos = 0;
+        while pos < text.len() && result.is_ok() {
+            let end = self.next_stop(text, pos, set);
+            result = self.encode_into(&text[pos..end], set, &mut caches[0], &mut out);
+            pos = end;
+            if pos < text.len() && result.is_ok() && !check() {
+                result = Err(EncodeError::Interrupted);
+            }
+        }
         self.give_back(caches);
         result.map(|()| out)
+    }
+
+    /// Where a piece of `text` that starts at the safe cut `pos` may end: the last safe cut
+    /// within `CHECK_EVERY` bytes, or within a window twice as large if there is none, etc.
+    fn next_stop(&self, text: &str, pos: usize, set: &SpecialSet) -> usize {
+        let mut window = CHECK_EVERY;
+        loop {
+            let mut limit = pos.saturating_add(window);
+            if limit >= text.len() {
+                return text.len();
+            }
+            while !text.is_char_boundary(limit) {
+                limit -= 1;
+            }
+            if let Some(p) = set.matcher.safe_cut(&text[pos..limit], &self.pretok) {
+                return pos + p;
+            }
+            window *= 2;
+        }
     }
 
     /// `n` caches, warm ones first.
@@ -338,15 +401,17 @@ impl Encoder {
         }
     }
 
-    /// Encodes each text, on `num_threads` threads.
+    /// Encodes each text, on `num_threads` threads; `check` is called between groups of texts
+    /// of about `8 × CHECK_EVERY` bytes (false stops with `Interrupted`).
     pub fn encode_batch(
         &self,
         texts: &[String],
         set: &Option<SpecialSet>,
         num_threads: usize,
+        check: &mut dyn FnMut() -> bool,
     ) -> Result<Vec<Vec<TokenId>>, EncodeError> {
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(num_threads.max(1))
+            .num_threads(crate::worker_count(num_threads))
             .build()
             .map_err(|e| EncodeError::Threads(e.to_string()))?;
         let set = self.resolve(set);
@@ -355,19 +420,37 @@ impl Encoder {
             .into_iter()
             .map(Mutex::new)
             .collect();
-        let result = pool.install(|| {
-            texts
-                .par_iter()
-                .map(|text| {
-                    // One cache per worker thread: the lock is never contended.
-                    let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
-                    let mut cache = caches[slot].lock().unwrap_or_else(|p| p.into_inner());
-                    let mut out = Vec::with_capacity(text.len() / 3);
-                    self.encode_into(text, set, &mut cache, &mut out)?;
-                    Ok(out)
-                })
-                .collect()
-        });
+        let encode_one = |text: &String| {
+            // One cache per worker thread: the lock is never contended.
+            let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
+            let mut cache = caches[slot].lock().unwrap_or_else(|p| p.into_inner());
+            let mut out = Vec::new();
+            out.try_reserve(text.len() / 3)
+                .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
+            self.encode_into(text, set, &mut cache, &mut out)?;
+            Ok(out)
+        };
+        let mut result: Result<Vec<Vec<TokenId>>, EncodeError> = Ok(Vec::new());
+        let mut rest = texts;
+        while let (false, Ok(all)) = (rest.is_empty(), &mut result) {
+            let mut n = 0;
+            let mut size = 0;
+            while n < rest.len() && size < 8 * CHECK_EVERY {
+                size += rest[n].len();
+                n += 1;
+            }
+            let (group, tail) = rest.split_at(n);
+            rest = tail;
+            let done: Result<Vec<_>, _> =
+                pool.install(|| group.par_iter().map(encode_one).collect());
+            match done {
+                Ok(ids) => all.extend(ids),
+                Err(e) => result = Err(e),
+            }
+            if result.is_ok() && !rest.is_empty() && !check() {
+                result = Err(EncodeError::Interrupted);
+            }
+        }
         self.give_back(
             caches
                 .into_iter()

@@ -17,6 +17,14 @@ mod py;
 /// on its order.
 pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 
+/// The threads a call actually starts for `requested`: at least 1, at most 4 per core. Each
+/// worker holds megabytes of tables, so `num_threads=100000` would otherwise allocate hundreds
+/// of gigabytes (and start as many threads) before doing anything.
+pub fn worker_count(requested: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    requested.clamp(1, 4 * cores)
+}
+
 /// Words of up to this many bytes pack into a `u128` key (`pack_word`).
 pub(crate) const PACKED_MAX: usize = 15;
 

@@ -180,21 +180,41 @@ impl Pretokenizer {
         Ok(())
     }
 
-    /// Whether a cut before byte `p` of a segment is safe: pretokens of the two sides are then
-    /// those of the whole. For the GPT-2 pattern: the character before `p` is not whitespace and
-    /// the one at `p` is. No pretoken holds a non-space followed by a space, the pattern looks
-    /// behind nowhere, and its one lookahead ends a whitespace run, which cannot end at `p - 1`.
-    /// Only ASCII is considered, which keeps `p` on a character boundary. Other patterns: never.
+    /// Whether a cut before byte `p` (a character boundary, 0 < p < len) of a segment is safe:
+    /// the pretokens of the two sides are then those of the whole. Other patterns: never.
+    ///
+    /// For the GPT-2 pattern, with `x` the character before `p` and `y` the one at `p`, the cut
+    /// is safe when `x` is not whitespace and either `y` is whitespace or `y` is of another class
+    /// than `x` (letter, number, other), except `x = '` before an ASCII letter (a contraction).
+    /// Proof. (1) `p` ends the pretoken `t` holding `x` in the whole text. A pretoken mixes
+    /// classes only as an optional leading space before a run (`x` would be that space:
+    /// excluded), a whitespace run (excluded), or a contraction `'` + 1-2 ASCII letters (`t`
+    /// could go on from `x = '` to a letter: excluded; from a letter only to a letter of the
+    /// same class: excluded). So `t` ends at `p`. (2) The prefix gives the same pretokens. The
+    /// scanner has no lookbehind; from a start `s` it reads past a match's end only to see that
+    /// a run stops (a character of another class, or the end of the text, which `p` now is), to
+    /// try a contraction (a failed try fails as well on fewer characters), or to decide
+    /// `\s+(?!\S)`, which only pretokens of whitespace do, and none ends at `p`. (3) The suffix
+    /// starts at a pretoken boundary of the whole, and pretokens from there depend only on the
+    /// text from there. Nearly all text has such cuts every few characters, in every script:
+    /// spaces, punctuation (`。`), digits, combining marks (class other) all make one.
     #[inline]
     fn can_cut_before(&self, b: &[u8], p: usize) -> bool {
-        matches!(self, Self::Gpt2)
-            && p > 0
-            && matches!(b[p], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-            && b[p - 1] < 0x80
-            && class_of(b[p - 1] as u32) != SPACE
+        if !matches!(self, Self::Gpt2) {
+            return false;
+        }
+        let (y, _) = class_at(b, p);
+        let mut q = p - 1;
+        while b[q] & 0xc0 == 0x80 {
+            q -= 1; // start of the character before `p`
+        }
+        let (x, _) = class_at(b, q);
+        if x == SPACE {
+            return false;
+        }
+        y == SPACE || (y != x && !(b[q] == b'\'' && b[p].is_ascii_alphabetic()))
     }
 }
-
 /// Finds special tokens in text: the leftmost occurrence, the longest where several start there.
 pub struct Specials {
     matcher: Option<AhoCorasick>,
@@ -274,7 +294,8 @@ impl Specials {
         }
         let mut p = settled;
         while p > special_end {
-            if pretok.can_cut_before(b, p) {
+            // only character boundaries: continuation bytes are 0b10xxxxxx
+            if b[p] & 0xc0 != 0x80 && pretok.can_cut_before(b, p) {
                 let inside = spans.iter().rev().any(|&(s, e)| s < p && p < e);
                 if !inside {
                     return Some(p);
@@ -330,5 +351,46 @@ mod tests {
         let sp = Specials::new(&["x y"]).unwrap();
         assert_eq!(sp.safe_cut("ab x y cd efgh", &g), Some(9));
         assert_eq!(sp.safe_cut("abx y", &g), None);
+    }
+
+    #[test]
+    fn safe_cut_in_text_without_ascii_spaces() {
+        let none = Specials::new::<&str>(&[]).unwrap();
+        let g = Pretokenizer::Gpt2;
+        // letter → punctuation, in Chinese
+        assert_eq!(none.safe_cut("我们。你好", &g), Some("我们。".len()));
+        // a contraction is never split; other class changes are cuts
+        assert_eq!(none.safe_cut("ab'sx", &g), Some(2));
+        assert_eq!(none.safe_cut("{\"a\":1}", &g), Some(6));
+        // whitespace after a non-space, but not inside a whitespace run
+        assert_eq!(none.safe_cut("\u{3000}\u{3000}\u{3000}x", &g), None);
+        assert_eq!(none.safe_cut("中\u{3000}\u{3000}x", &g), Some("中".len()));
+    }
+
+    /// Every cut `safe_cut` may choose gives, on both sides, the pretokens of the whole.
+    #[test]
+    fn every_safe_cut_keeps_the_pretokens() {
+        let none = Specials::new::<&str>(&[]).unwrap();
+        let texts = [
+            "it's 12 cats' 'lltoys\r\n\n  x?!  ",
+            "我们。你好，世界！\n\n第2章 test",
+            "{\"a\":[1,2.5e3,\"x y\"],\"b's\":null}",
+            "สวัสดีครับ ภาษาไทย١٢٣ مرحبا\u{3000}\u{3000}ok",
+            "'s'S'll've're'd'm't 'x\t\u{a0}\u{2028}a",
+        ];
+        for text in texts {
+            let whole = gpt2(text);
+            for end in 1..=text.len() {
+                if !text.is_char_boundary(end) {
+                    continue;
+                }
+                let Some(p) = none.safe_cut(&text[..end], &Pretokenizer::Gpt2) else {
+                    continue;
+                };
+                let mut parts = gpt2(&text[..p]);
+                parts.extend(gpt2(&text[p..]));
+                assert_eq!(parts, whole, "cut at {p} of {text:?}");
+            }
+        }
     }
 }

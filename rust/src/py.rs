@@ -3,18 +3,20 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use numpy::PyArray1;
 use pyo3::exceptions::{
-    PyKeyError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyRuntimeError, PyValueError,
+    PyKeyError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyOverflowError, PyRuntimeError,
+    PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::count::{self, CountConfig, CountError, WordCounts};
+use crate::count::{self, CountConfig, CountError, TableError, WordCounts};
 use crate::encode::{EncodeError, Encoder, SpecialSet};
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials, GPT2_PATTERN};
-use crate::train::{self, TokenId};
+use crate::train::{self, TokenId, TrainError};
 
 fn pretokenize_err(e: PretokenizeError) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -29,8 +31,16 @@ fn count_err(e: CountError) -> PyErr {
         CountError::InvalidUtf8 { .. } => PyValueError::new_err(e.to_string()),
         CountError::Pretokenize(e) => pretokenize_err(e),
         CountError::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
-        CountError::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
+        CountError::OutOfMemory { .. } | CountError::TableFull => {
+            PyMemoryError::new_err(e.to_string())
+        }
+        CountError::Overflow => PyOverflowError::new_err(e.to_string()),
+        CountError::Internal(_) => PyRuntimeError::new_err(e.to_string()),
     }
+}
+
+fn table_err(e: TableError) -> PyErr {
+    count_err(e.into())
 }
 
 fn encode_err(e: EncodeError) -> PyErr {
@@ -38,26 +48,42 @@ fn encode_err(e: EncodeError) -> PyErr {
         EncodeError::UnknownId(id) => PyKeyError::new_err(id),
         EncodeError::OutOfMemory(_) => PyMemoryError::new_err(e.to_string()),
         EncodeError::Pretokenize(e) => pretokenize_err(e),
+        EncodeError::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
         other => PyValueError::new_err(other.to_string()),
     }
 }
 
-/// Wraps an optional Python callable as a progress callback that runs under the GIL; an
-/// exception it raises (or a pending Ctrl-C) stops the core and is re-raised afterwards.
+/// Wraps an optional Python callable as a progress callback that runs under the GIL at most
+/// every `PROGRESS_EVERY`; an exception it raises (or a pending Ctrl-C) stops the core and is
+/// re-raised afterwards. Called often from the core, it costs a clock read between reports.
 struct Progress {
     callback: Option<Py<PyAny>>,
     error: Option<PyErr>,
+    last: Instant,
+    /// The latest figure not yet passed to the callback.
+    pending: Option<u64>,
 }
+
+/// How often the core looks at Python (callback, Ctrl-C) in long calls.
+const PROGRESS_EVERY: Duration = Duration::from_millis(50);
 
 impl Progress {
     fn new(callback: Option<Py<PyAny>>) -> Self {
         Progress {
             callback,
             error: None,
+            last: Instant::now(),
+            pending: None,
         }
     }
 
     fn report(&mut self, done: u64) -> bool {
+        if self.last.elapsed() < PROGRESS_EVERY {
+            self.pending = Some(done);
+            return true;
+        }
+        self.last = Instant::now();
+        self.pending = None;
         Python::attach(|py| {
             let result = py.check_signals().and_then(|()| match &self.callback {
                 Some(cb) => cb.call1(py, (done,)).map(|_| ()),
@@ -73,11 +99,15 @@ impl Progress {
         })
     }
 
-    fn finish<T>(self, result: PyResult<T>) -> PyResult<T> {
-        match self.error {
-            Some(e) => Err(e),
-            None => result,
+    /// The core's result, or the error the callback raised; passes the last figure on.
+    fn finish<T>(self, py: Python<'_>, result: PyResult<T>) -> PyResult<T> {
+        if let Some(e) = self.error {
+            return Err(e);
         }
+        if let (Some(done), Some(cb), Ok(_)) = (self.pending, &self.callback, &result) {
+            cb.call1(py, (done,))?;
+        }
+        result
     }
 }
 
@@ -97,8 +127,8 @@ impl PyWordCounts {
 
     /// Adds `found` into this table, holding its lock with the GIL released (the lock is
     /// only ever held for a moment or without the GIL, so no thread waits on both).
-    fn absorb(&self, py: Python<'_>, found: WordCounts) {
-        py.detach(|| self.lock().merge(found));
+    fn absorb(&self, py: Python<'_>, found: WordCounts) -> PyResult<()> {
+        py.detach(|| self.lock().merge(found)).map_err(table_err)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, WordCounts> {
@@ -112,12 +142,12 @@ impl PyWordCounts {
 impl PyWordCounts {
     #[new]
     #[pyo3(signature = (items=None))]
-    fn py_new(items: Option<Vec<(Vec<u8>, u64)>>) -> Self {
+    fn py_new(items: Option<Vec<(Vec<u8>, u64)>>) -> PyResult<Self> {
         let mut counts = WordCounts::default();
         for (word, n) in items.unwrap_or_default() {
-            counts.add(&word, n);
+            counts.add(&word, n).map_err(table_err)?;
         }
-        Self::wrap(counts)
+        Ok(Self::wrap(counts))
     }
 
     fn __len__(&self) -> usize {
@@ -125,9 +155,9 @@ impl PyWordCounts {
     }
 
     /// Total number of words counted.
-    fn total(&self) -> u64 {
+    fn total(&self) -> u128 {
         let mut total = 0;
-        self.lock().for_each(|_, n| total += n);
+        self.lock().for_each(|_, n| total += n as u128);
         total
     }
 
@@ -139,8 +169,7 @@ impl PyWordCounts {
             ));
         }
         let theirs = other.lock().clone();
-        self.absorb(py, theirs);
-        Ok(())
+        self.absorb(py, theirs)
     }
 
     /// (word bytes, count) pairs, sorted by word.
@@ -154,18 +183,40 @@ impl PyWordCounts {
             .collect()
     }
 
-    fn __getnewargs__<'py>(&self, py: Python<'py>) -> (Vec<(Bound<'py, PyBytes>, u64)>,) {
-        (self.items(py),)
+    /// The table as one compact binary blob (see `count::WordCounts::to_bytes`): the same
+    /// table gives the same bytes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let blob = py.detach(|| self.lock().to_bytes()).map_err(table_err)?;
+        Ok(PyBytes::new(py, &blob))
+    }
+
+    /// The table written by `to_bytes`; ValueError names what is wrong with a bad blob.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let counts = py.detach(|| WordCounts::from_bytes(data));
+        Ok(Self::wrap(counts.map_err(|e| {
+            PyValueError::new_err(format!("not a valid WordCounts blob: {e}"))
+        })?))
+    }
+
+    /// Pickles as the blob of `to_bytes`, not as millions of Python tuples.
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let rebuild = py.get_type::<PyWordCounts>().getattr("from_bytes")?;
+        Ok((rebuild, (self.to_bytes(py)?,)))
     }
 }
 
-/// Counts the words of bytes `start..end` of the file at `path`.
-/// Returns (counts, bytes read, invalid sequences replaced).
+/// Counts the words of bytes `start..end` of the file at `path` into `counts` (in place, so the
+/// peak is one table). Returns (bytes read, invalid sequences replaced, chunks, largest chunk).
 #[pyfunction]
-#[pyo3(signature = (path, *, start, end, special_tokens, pattern, strict, chunk_size, num_threads, progress=None))]
+#[pyo3(signature = (counts, path, *, start, end, special_tokens, pattern, strict, chunk_size, num_threads, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn count_file(
     py: Python<'_>,
+    counts: &PyWordCounts,
     path: PathBuf,
     start: u64,
     end: u64,
@@ -175,7 +226,7 @@ fn count_file(
     chunk_size: usize,
     num_threads: usize,
     progress: Option<Py<PyAny>>,
-) -> PyResult<(PyWordCounts, u64, u64)> {
+) -> PyResult<(u64, u64, u64, u64)> {
     let config = CountConfig {
         specials: Specials::new(&special_tokens).map_err(pretokenize_err)?,
         pretok: Pretokenizer::new(pattern).map_err(pretokenize_err)?,
@@ -186,10 +237,16 @@ fn count_file(
     let mut reporter = Progress::new(progress);
     let result =
         py.detach(|| count::count_file(&path, start, end, &config, &mut |n| reporter.report(n)));
-    let result = result
-        .map(|(counts, stats)| (PyWordCounts::wrap(counts), stats.n_bytes, stats.n_replaced))
-        .map_err(count_err);
-    reporter.finish(result)
+    let result = result.map_err(count_err).and_then(|(found, stats)| {
+        counts.absorb(py, found)?;
+        Ok((
+            stats.n_bytes,
+            stats.n_replaced,
+            stats.n_chunks,
+            stats.max_chunk,
+        ))
+    });
+    reporter.finish(py, result)
 }
 
 /// Counts the words of independent texts (no pretoken spans two texts) into `counts`.
@@ -212,9 +269,8 @@ fn count_texts(
     };
     let found = py
         .detach(|| count::count_texts(&texts, &config))
-        .map_err(pretokenize_err)?;
-    counts.absorb(py, found);
-    Ok(())
+        .map_err(count_err)?;
+    counts.absorb(py, found)
 }
 
 /// The pieces of `text`: special tokens (as themselves) and pretokens, in order.
@@ -232,6 +288,15 @@ fn pretokenize(text: &str, special_tokens: Vec<String>, pattern: &str) -> PyResu
     });
     result.map_err(pretokenize_err)?;
     Ok(out)
+}
+
+/// Which pretokenizer runs `pattern`: "gpt2" (the hand-written scanner) or "regex".
+#[pyfunction]
+fn pretokenizer_kind(pattern: &str) -> PyResult<&'static str> {
+    Ok(match Pretokenizer::new(pattern).map_err(pretokenize_err)? {
+        Pretokenizer::Gpt2 => "gpt2",
+        Pretokenizer::Regex(_) => "regex",
+    })
 }
 
 /// Merges as id pairs, and the bytes of every id.
@@ -260,10 +325,15 @@ fn train_bpe<'py>(
             reporter.report(n as u64)
         })
     });
-    let result =
-        result.map_err(|e| PyRuntimeError::new_err(format!("could not start threads: {e}")))?;
-    let vocab = result.vocab.iter().map(|b| PyBytes::new(py, b)).collect();
-    reporter.finish(Ok((result.merges, vocab)))
+    let result = result.map_err(|e| match e {
+        TrainError::Threads(_) => PyRuntimeError::new_err(e.to_string()),
+        TrainError::CountsTooLarge(..) => PyOverflowError::new_err(e.to_string()),
+    });
+    let result = result.map(|r| {
+        let vocab = r.vocab.iter().map(|b| PyBytes::new(py, b)).collect();
+        (r.merges, vocab)
+    });
+    reporter.finish(py, result)
 }
 
 /// A byte-level BPE encoder with all its tables built once (see `encode.rs`).
@@ -298,8 +368,7 @@ impl PyEncoder {
         allowed_special: Option<Vec<String>>,
     ) -> PyResult<Vec<TokenId>> {
         let set = self.set(allowed_special)?;
-        py.detach(|| self.inner.encode(text, &set))
-            .map_err(encode_err)
+        self.encode_vec(py, text, &set)
     }
 
     /// The same ids as `encode`, as a numpy array (uint16 when `small`, else uint32).
@@ -312,9 +381,7 @@ impl PyEncoder {
         small: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let set = self.set(allowed_special)?;
-        let ids = py
-            .detach(|| self.inner.encode(text, &set))
-            .map_err(encode_err)?;
+        let ids = self.encode_vec(py, text, &set)?;
         if small {
             let narrow: Vec<u16> = py.detach(|| ids.iter().map(|&i| i as u16).collect());
             Ok(PyArray1::from_vec(py, narrow).into_any())
@@ -333,8 +400,15 @@ impl PyEncoder {
         num_threads: usize,
     ) -> PyResult<Vec<Vec<TokenId>>> {
         let set = self.set(allowed_special)?;
-        py.detach(|| self.inner.encode_batch(&texts, &set, num_threads))
-            .map_err(encode_err)
+        let mut watch = Progress::new(None);
+        let result = py
+            .detach(|| {
+                let mut check = || watch.report(0);
+                self.inner
+                    .encode_batch(&texts, &set, num_threads, &mut check)
+            })
+            .map_err(encode_err);
+        watch.finish(py, result)
     }
 
     /// Encodes the longest prefix of `text` whose ids cannot change with more text; returns the
@@ -368,6 +442,23 @@ impl PyEncoder {
 }
 
 impl PyEncoder {
+    /// Encodes with the GIL released, stopping on Ctrl-C (checked every `CHECK_EVERY` bytes).
+    fn encode_vec(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        set: &Option<SpecialSet>,
+    ) -> PyResult<Vec<TokenId>> {
+        let mut watch = Progress::new(None);
+        let result = py
+            .detach(|| {
+                self.inner
+                    .encode_checked(text, set, &mut || watch.report(0))
+            })
+            .map_err(encode_err);
+        watch.finish(py, result)
+    }
+
     fn set(&self, allowed: Option<Vec<String>>) -> PyResult<Option<SpecialSet>> {
         self.inner
             .special_set(allowed.as_deref())
@@ -385,5 +476,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count_texts, m)?)?;
     m.add_function(wrap_pyfunction!(train_bpe, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenizer_kind, m)?)?;
     Ok(())
 }

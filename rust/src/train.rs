@@ -16,6 +16,20 @@ pub type TokenId = u32;
 /// An adjacent pair of tokens.
 pub type Pair = (TokenId, TokenId);
 
+/// Errors of the merge stage.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// The worker threads could not be started.
+    #[error("could not start threads: {0}")]
+    Threads(#[from] rayon::ThreadPoolBuildError),
+    /// A pair count would pass 2^64 - 1.
+    #[error(
+        "the word counts are too large: the pair ({0:?}, {1:?}) occurs more than 2^64 - 1 \
+         times; scale the counts down"
+    )]
+    CountsTooLarge(char, char),
+}
+
 /// What training produced.
 pub struct TrainResult {
     /// Merges in creation order, as pairs of ids (the new token of merge i has id 256 + i).
@@ -144,7 +158,10 @@ struct PairIndex {
 }
 
 impl PairIndex {
-    fn new(words: &Words) -> Self {
+    /// The counts of every byte pair. No count can grow past these later: each occurrence of a
+    /// pair of tokens (x, y) sits on an occurrence of the byte pair (last of x, first of y), so
+    /// when these fit in a u64 every later count does too (changes are summed as i128).
+    fn new(words: &Words) -> Result<Self, TrainError> {
         let mut index = PairIndex {
             counts: FastMap::default(),
             words_of: FastMap::default(),
@@ -152,14 +169,20 @@ impl PairIndex {
         for w in 0..words.spans.len() {
             let word = words.word(w);
             for pair in word.windows(2).map(|p| (p[0], p[1])) {
-                *index.counts.entry(pair).or_insert(0) += words.counts[w];
+                let n = index.counts.entry(pair).or_insert(0);
+                *n = n
+                    .checked_add(words.counts[w])
+                    .ok_or(TrainError::CountsTooLarge(
+                        char::from(pair.0 as u8),
+                        char::from(pair.1 as u8),
+                    ))?;
                 let list = index.words_of.entry(pair).or_default();
                 if list.last() != Some(&(w as u32)) {
                     list.push(w as u32);
                 }
             }
         }
-        index
+        Ok(index)
     }
 }
 
@@ -168,10 +191,10 @@ impl PairIndex {
 /// occurrence change), and returns the word's new length.
 fn merge_word(
     t: &mut [TokenId],
-    c: i64,
+    c: i128,
     (a, b): Pair,
     new: TokenId,
-    mut emit: impl FnMut(Pair, i64),
+    mut emit: impl FnMut(Pair, i128),
 ) -> usize {
     let len = t.len();
     let (mut i, mut j) = (0, 0);
@@ -213,7 +236,7 @@ fn merge_word(
 #[derive(Default)]
 struct MergeDelta {
     /// Net change of each pair count.
-    net: FastMap<Pair, i64>,
+    net: FastMap<Pair, i128>,
     /// (pair, word) for every pair that appeared in a word.
     added: Vec<(Pair, u32)>,
     /// (word, new length).
@@ -258,7 +281,7 @@ fn merge_words(
         let (start, len) = spans[w as usize];
         let t = &mut region[start - base..start - base + len];
         seen.clear();
-        let c = counts[w as usize] as i64;
+        let c = counts[w as usize] as i128;
         let new_len = merge_word(t, c, pair, new, |p, d| {
             *net.entry(p).or_insert(0) += d;
             if d > 0 {
@@ -339,28 +362,28 @@ fn merge_all(
 }
 
 /// Runs `num_merges` merges (fewer if no pair is left) on the counted words, on `num_threads`.
-/// `progress(done)` is called now and then; returning false stops the loop early.
+/// `progress(done)` is called after every merge (callers limit its cost); returning false
+/// stops the loop early.
 pub fn train(
     counts: WordCounts,
     num_merges: usize,
     num_threads: usize,
     progress: &mut dyn FnMut(usize) -> bool,
-) -> Result<TrainResult, rayon::ThreadPoolBuildError> {
+) -> Result<TrainResult, TrainError> {
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(num_threads.max(1))
+        .num_threads(crate::worker_count(num_threads))
         .build()?;
     let mut words = Words::new(counts);
-    let mut index = PairIndex::new(&words);
+    let mut index = PairIndex::new(&words)?;
     let mut vocab: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let entries = index.counts.iter().map(|(&p, &n)| (n, p)).collect();
     let mut heap = PairHeap::from_vec(entries, &vocab);
     let mut merges = Vec::with_capacity(num_merges);
-    let mut net: FastMap<Pair, i64> = FastMap::default();
+    let mut net: FastMap<Pair, i128> = FastMap::default();
     // One set of buffers per thread, reused by every merge (allocation was 10% of merge time).
     let mut deltas: Vec<MergeDelta> = (0..pool.current_num_threads())
         .map(|_| MergeDelta::default())
         .collect();
-    let report_every = (num_merges / 100).max(1);
 
     while merges.len() < num_merges {
         // 1. The best pair: pop until an entry's count is current.
@@ -384,7 +407,10 @@ pub fn train(
         vocab.push(bytes);
         merges.push(pair);
         // 3. Merge it in every word it occurs in, collecting count changes.
-        let mut occurs_in = index.words_of.remove(&pair).unwrap_or_default();
+        let mut occurs_in = index
+            .words_of
+            .remove(&pair)
+            .expect("bug: a pair with a count is listed in no word");
         occurs_in.sort_unstable();
         occurs_in.dedup();
         net.clear();
@@ -401,15 +427,16 @@ pub fn train(
             }
         }
         // 4. Apply the changes; only increases need a fresh heap entry.
-        let mut changed: Vec<(Pair, i64)> = net.iter().map(|(&p, &d)| (p, d)).collect();
+        let mut changed: Vec<(Pair, i128)> = net.iter().map(|(&p, &d)| (p, d)).collect();
         changed.sort_unstable();
         for (p, d) in changed {
             if d == 0 {
                 continue;
             }
             let n = index.counts.entry(p).or_insert(0);
-            *n = n.checked_add_signed(d).unwrap_or(0);
-            let now = *n;
+            let now = u64::try_from(*n as i128 + d)
+                .expect("bug: a pair count went below 0 or past the checked total");
+            *n = now;
             if now == 0 {
                 index.counts.remove(&p);
                 index.words_of.remove(&p);
@@ -417,7 +444,7 @@ pub fn train(
                 heap.push((now, p), &vocab);
             }
         }
-        if merges.len() % report_every == 0 && !progress(merges.len()) {
+        if !progress(merges.len()) {
             break;
         }
     }
@@ -432,7 +459,7 @@ mod tests {
     fn counts(words: &[(&str, u64)]) -> WordCounts {
         let mut wc = WordCounts::default();
         for &(w, n) in words {
-            wc.add(w.as_bytes(), n);
+            wc.add(w.as_bytes(), n).unwrap();
         }
         wc
     }
@@ -461,6 +488,19 @@ mod tests {
         let r = train(counts(&[("aaaa", 1), ("ab", 2)]), 3, 2, &mut |_| true).unwrap();
         // (a,a) occurs 3 times in "aaaa": it beats (a,b) with 2; "aa aa" then holds (aa,aa) once.
         assert_eq!(merged_bytes(&r), ["a a", "a b", "aa aa"]);
+    }
+
+    #[test]
+    fn counts_near_2_pow_64_stay_exact() {
+        // (a,b) occurs u64::MAX - 1 times, (b,c) u64::MAX - 2: both above i64::MAX.
+        let big = u64::MAX - 2;
+        let r = train(counts(&[("ab", 1), ("abc", big)]), 2, 1, &mut |_| true).unwrap();
+        assert_eq!(merged_bytes(&r), ["a b", "ab c"]);
+        // (b,c) occurs exactly u64::MAX times and wins over (a,b).
+        let r = train(counts(&[("bc", 2), ("abc", big)]), 1, 1, &mut |_| true).unwrap();
+        assert_eq!(merged_bytes(&r), ["b c"]);
+        let too_big = train(counts(&[("ab", u64::MAX), ("xab", 1)]), 1, 1, &mut |_| true);
+        assert!(matches!(too_big, Err(TrainError::CountsTooLarge(..))));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 """The `bytepair` command: a thin argparse layer over the public API. Every error becomes one
-clear line on stderr and exit status 2 (1 for an interrupt); no traceback reaches the user.
+clear line on stderr and exit status 2 (130 for Ctrl-C, as shells report SIGINT); no traceback
+reaches the user, and no partial output file is left (every write is atomic).
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ def _train(args: argparse.Namespace) -> None:
             f"U+FFFD (use --errors strict to refuse invalid input)",
             file=sys.stderr,
         )
+    if report.uncut_note() and args.quiet:
+        print(f"bytepair: warning: {report.uncut_note()}", file=sys.stderr)
     if not args.quiet:
         print(report.summary(), file=sys.stderr)
         print(f"wrote {args.output}/vocab.json, merges.txt, bytepair.model", file=sys.stderr)
@@ -108,7 +111,8 @@ def _encode(args: argparse.Namespace) -> None:
     from .io import load, write_npy_atomic
 
     tok = load(args.model)
-    text = args.input.read_text(encoding="utf-8", errors="replace")
+    # Bytes decoded as UTF-8, as training reads them: no newline translation (\r\n stays).
+    text = args.input.read_bytes().decode("utf-8", errors="replace")
     ids = tok.encode_to_numpy(text)
     write_npy_atomic(args.output, ids)
     print(f"wrote {len(ids):,} ids ({np.dtype(ids.dtype).name}) to {args.output}", file=sys.stderr)
@@ -128,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         {"train": _train, "encode": _encode, "sample-corpus": _sample}[args.command](args)
     except KeyboardInterrupt:
         print("bytepair: interrupted", file=sys.stderr)
-        return 1
+        return 130
     except (OSError, ValueError, TypeError, KeyError, MemoryError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"bytepair: error: {message}", file=sys.stderr)

@@ -117,6 +117,11 @@ class Tokenizer:
             f"special_tokens={list(self._special_ids)}>"
         )
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickles as its vocabulary, merges, special tokens and pattern (as tiktoken's
+        `Encoding` does), so it can go to worker processes; the core is rebuilt there."""
+        return (_rebuild, (self._vocab, self._merges, list(self._special_ids), self.pattern))
+
     def save(self, directory: str | os.PathLike) -> None:
         """Writes `vocab.json`, `merges.txt` and `bytepair.model` into `directory` (atomically)."""
         from .io import save
@@ -332,6 +337,12 @@ class Tokenizer:
 
     encode_single_token = token_to_id
     decode_single_token_bytes = id_to_token
+
+
+def _rebuild(
+    vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], specials: list[str], pattern: str
+) -> Tokenizer:
+    return Tokenizer(vocab, merges, specials, pattern=pattern)
 
 
 def _check_vocab(vocab: dict[int, bytes]) -> dict[int, bytes]:

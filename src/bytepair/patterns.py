@@ -1,8 +1,11 @@
 """Pretokenization patterns by name. The GPT-2 pattern runs on the core's hand-written scanner;
-any other regex runs on fancy-regex (Rust), whose Unicode tables may differ from Python `regex`'s.
+any other regex runs on fancy-regex (Rust). The pattern string is defined once, in the core
+(`pretokenize.rs`): the scanner is chosen by equality with it, so a copy could drift silently.
 """
 
-GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+from . import _core
+
+GPT2_PATTERN: str = _core.GPT2_PATTERN
 
 PRESETS = {"gpt2": GPT2_PATTERN}
 

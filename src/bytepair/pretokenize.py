@@ -23,11 +23,14 @@ MAX_CHUNK_SIZE = 1 << 30
 
 @dataclass
 class CountStats:
-    """What counting saw: bytes read and invalid UTF-8 sequences replaced by U+FFFD (files),
-    characters read (texts)."""
+    """What counting saw: bytes read, invalid UTF-8 sequences replaced by U+FFFD, chunks and the
+    largest chunk (files); characters read (texts). A largest chunk far above the chunk size
+    means a long stretch had no safe cut and was held in memory whole."""
 
     n_bytes: int = 0
     n_replaced: int = 0
+    n_chunks: int = 0
+    max_chunk: int = 0
     n_chars: int = 0
 
 
@@ -85,7 +88,8 @@ def count_files(
     stats = stats if stats is not None else CountStats()
     for path in files:
         done = stats.n_bytes
-        counts, n_bytes, n_replaced = _core.count_file(
+        n_bytes, n_replaced, n_chunks, max_chunk = _core.count_file(
+            total,
             os.fspath(path),
             start=0,
             end=2**64 - 1,
@@ -98,7 +102,8 @@ def count_files(
         )
         stats.n_bytes += n_bytes
         stats.n_replaced += n_replaced
-        total.merge(counts)
+        stats.n_chunks += n_chunks
+        stats.max_chunk = max(stats.max_chunk, max_chunk)
     return total
 
 

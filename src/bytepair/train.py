@@ -25,6 +25,8 @@ class TrainReport:
 
     n_bytes: int = 0
     n_replaced: int = 0
+    max_chunk: int = 0
+    chunk_size: int = DEFAULT_CHUNK_SIZE
     n_words: int = 0
     n_merges: int = 0
     n_merges_requested: int = 0
@@ -39,7 +41,19 @@ class TrainReport:
         ]
         if self.n_replaced:
             lines.append(f"replaced {self.n_replaced:,} invalid UTF-8 sequences with U+FFFD")
+        if self.uncut_note():
+            lines.append(self.uncut_note())
         return "\n".join(lines)
+
+    def uncut_note(self) -> str:
+        """A warning when a stretch of the input had no safe cut and was held in memory whole."""
+        if self.max_chunk <= max(4 * self.chunk_size, 16 << 20):
+            return ""
+        return (
+            f"note: {self.max_chunk / 2**20:,.1f} MiB of text had no safe cut point and was "
+            f"read into memory whole (a pretoken that long, or a custom pattern and no special "
+            f"token in that stretch)"
+        )
 
 
 def _num_merges(vocab_size: int, special_tokens: list[str]) -> int:
@@ -162,6 +176,7 @@ def train_with_report(
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
     report.n_bytes, report.n_replaced = stats.n_bytes, stats.n_replaced
+    report.max_chunk, report.chunk_size = stats.max_chunk, chunk_size
     if stats.n_bytes == 0:
         names = ", ".join(str(p) for p in files)
         raise ValueError(f"the input is empty ({names}): there is no text to train on")
@@ -206,6 +221,8 @@ def train(
             f"(pass errors='strict' to refuse invalid input)",
             stacklevel=2,
         )
+    if report.uncut_note():
+        warnings.warn(report.uncut_note(), stacklevel=2)
     return tok
 
 
