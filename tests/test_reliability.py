@@ -56,8 +56,9 @@ def test_failing_worker_does_not_hang(tmp_path: Path) -> None:
 
 
 def test_failing_worker_cli_exits_with_the_error(tmp_path: Path) -> None:
+    """The issue's case: 130 MB, so that the default 4 MB chunks fill the channel."""
     path = tmp_path / "aa.txt"
-    path.write_text(("a" * 40 + EOT) * 50_000, encoding="utf-8")
+    path.write_text(("a" * 40 + EOT) * 2_500_000, encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "bytepair.cli", "train", str(path), "--vocab-size", "300",
          "--special-token", EOT, "--pattern", r"(a|aa)+(?=c)|\S+|\s+", "-o", str(tmp_path / "o")],
@@ -322,6 +323,18 @@ def test_core_encoder_refuses_huge_ids() -> None:
         _core.Encoder(vocab, [], [], bytepair.GPT2_PATTERN)
     with pytest.raises(ValueError, match="too sparse"):
         _core.Encoder(vocab[:256], [], [("<s>", 2**32 - 2)], bytepair.GPT2_PATTERN)
+
+
+def test_core_entry_points_check_their_arguments() -> None:
+    """Direct calls into the core get errors, not aborts: a huge merge count used to be one
+    huge allocation; a uint16 output used to truncate ids silently."""
+    merges, _ = _core.train_bpe(WordCounts([(b"abc", 2)]), 10**18)
+    assert len(merges) == 2
+    enc = _core.Encoder([(i, bytes([i])) for i in range(256)] + [(70_000, b"ab")],
+                        [(b"a", b"b")], [], bytepair.GPT2_PATTERN)
+    assert enc.encode_to_numpy("ab", None, False).tolist() == [70_000]
+    with pytest.raises(ValueError, match="uint16"):
+        enc.encode_to_numpy("ab", None, True)
 
 
 def test_one_megabyte_token_trains() -> None:

@@ -403,9 +403,9 @@ impl Encoder {
 
     /// Encodes each text, on `num_threads` threads; `check` is called between groups of texts
     /// of about `8 × CHECK_EVERY` bytes (false stops with `Interrupted`).
-    pub fn encode_batch(
+    pub fn encode_batch<T: AsRef<str> + Sync>(
         &self,
-        texts: &[String],
+        texts: &[T],
         set: &Option<SpecialSet>,
         num_threads: usize,
         check: &mut dyn FnMut() -> bool,
@@ -420,7 +420,8 @@ impl Encoder {
             .into_iter()
             .map(Mutex::new)
             .collect();
-        let encode_one = |text: &String| {
+        let encode_one = |text: &T| {
+            let text = text.as_ref();
             // One cache per worker thread: the lock is never contended.
             let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
             let mut cache = caches[slot].lock().unwrap_or_else(|p| p.into_inner());
@@ -436,7 +437,7 @@ impl Encoder {
             let mut n = 0;
             let mut size = 0;
             while n < rest.len() && size < 8 * CHECK_EVERY {
-                size += rest[n].len();
+                size += rest[n].as_ref().len();
                 n += 1;
             }
             let (group, tail) = rest.split_at(n);
@@ -563,6 +564,11 @@ impl Encoder {
             }
         }
         (0..n).filter(|&i| alive[i]).map(|i| tok[i]).collect()
+    }
+
+    /// One more than the largest id.
+    pub fn n_ids(&self) -> usize {
+        self.decoder.len()
     }
 
     /// The bytes of `ids`, concatenated.

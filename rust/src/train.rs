@@ -378,7 +378,9 @@ pub fn train(
     let mut vocab: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let entries = index.counts.iter().map(|(&p, &n)| (n, p)).collect();
     let mut heap = PairHeap::from_vec(entries, &vocab);
-    let mut merges = Vec::with_capacity(num_merges);
+    // No more merges than distinct pairs now plus one new token per merge can ever exist; do
+    // not trust `num_merges` (a huge one would be a huge allocation).
+    let mut merges = Vec::with_capacity(num_merges.min(heap.data.len() + 1024));
     let mut net: FastMap<Pair, i128> = FastMap::default();
     // One set of buffers per thread, reused by every merge (allocation was 10% of merge time).
     let mut deltas: Vec<MergeDelta> = (0..pool.current_num_threads())

@@ -31,6 +31,13 @@ class Encoder:
     def encode_batch(
         self, texts: list[str], allowed_special: list[str] | None = None, num_threads: int = 1
     ) -> list[list[int]]: ...
+    def encode_batch_to_numpy(
+        self,
+        texts: list[str],
+        allowed_special: list[str] | None = None,
+        num_threads: int = 1,
+        small: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray]: ...
     def encode_prefix(
         self, text: str, allowed_special: list[str] | None = None
     ) -> tuple[list[int], int]: ...
