@@ -111,23 +111,17 @@ def test_oracle_and_bytepair_differ_exactly_as_documented() -> None:
         assert [b for _, b in documented] == _classes_in_context(_bytepair_many(pattern), chars)
 
 
-def test_issue_example_against_the_oracle(tiktoken_gpt2) -> None:
+def test_issue_example_against_the_oracle(cs336_data: Path, tiktoken_gpt2) -> None:
     # U+1E6C8 is a letter in Unicode 17 (the oracle), unassigned in 16 (bytepair and tiktoken).
     text = "\U0001e6c8跎"
     assert ref.pretokenize(text) == [text]
     assert pretokenize(text) == ["\U0001e6c8", "跎"]
-    tok = _gpt2_tokenizers(_cs336())[0]
+    tok = _gpt2_tokenizers(cs336_data)[0]
     assert tok.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
     assert len(tok.encode_ordinary(text)) == 7
 
 
 # --- fuzzing against tiktoken -------------------------------------------------------------------
-
-
-def _cs336() -> Path:
-    from conftest import CS336_DATA
-
-    return CS336_DATA
 
 
 @functools.cache
@@ -175,8 +169,8 @@ def random_strings(seed: int, n: int) -> list[str]:
     return out
 
 
-def _check_against_tiktoken(tiktoken_gpt2, texts: list[str]) -> None:
-    scanner, engine = _gpt2_tokenizers(_cs336())
+def _check_against_tiktoken(data: Path, tiktoken_gpt2, texts: list[str]) -> None:
+    scanner, engine = _gpt2_tokenizers(data)
     expected = tiktoken_gpt2.encode_ordinary_batch(texts, num_threads=2)
     for tok, name in [(scanner, "scanner"), (engine, "regex engine")]:
         got = tok.encode_ordinary_batch(texts, num_threads=2)
@@ -184,20 +178,21 @@ def _check_against_tiktoken(tiktoken_gpt2, texts: list[str]) -> None:
         assert not bad, f"{name}: {len(bad)} of {len(texts)} differ from tiktoken: {bad[:5]!r}"
 
 
-def test_fuzz_matches_tiktoken_short(tiktoken_gpt2) -> None:
-    _check_against_tiktoken(tiktoken_gpt2, random_strings(seed=13, n=20_000))
+def test_fuzz_matches_tiktoken_short(cs336_data: Path, tiktoken_gpt2) -> None:
+    _check_against_tiktoken(cs336_data, tiktoken_gpt2, random_strings(seed=13, n=20_000))
 
 
 @given(st.lists(st.one_of([st.sampled_from(pool) for pool in pools().values()]), max_size=16))
-def test_fuzz_matches_tiktoken_hypothesis(tiktoken_gpt2, pieces: list[str]) -> None:
-    _check_against_tiktoken(tiktoken_gpt2, ["".join(pieces)])
+def test_fuzz_matches_tiktoken_hypothesis(cs336_data, tiktoken_gpt2, pieces: list[str]) -> None:
+    _check_against_tiktoken(cs336_data, tiktoken_gpt2, ["".join(pieces)])
 
 
 @pytest.mark.slow
-def test_fuzz_matches_tiktoken_long(tiktoken_gpt2) -> None:
+def test_fuzz_matches_tiktoken_long(cs336_data: Path, tiktoken_gpt2) -> None:
     # 10^6 strings with FUZZ_STRINGS=1000000 (README); the slow run of CI does fewer.
     n = int(os.environ.get("FUZZ_STRINGS", "200000"))
     start = time.perf_counter()
     for seed in range(0, n, 100_000):
-        _check_against_tiktoken(tiktoken_gpt2, random_strings(seed, min(100_000, n - seed)))
+        texts = random_strings(seed, min(100_000, n - seed))
+        _check_against_tiktoken(cs336_data, tiktoken_gpt2, texts)
     print(f"{n} fuzzed strings equal tiktoken's ids in {time.perf_counter() - start:.0f} s")
