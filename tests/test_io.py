@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -384,8 +385,10 @@ def test_model_bad_fields_name_the_line(trained, tmp_path: Path) -> None:
         "one field": (vocab_at + 3, "2"),
         "count not a number": (vocab_at, "vocab many"),
         "wrong section": (merges_at, "merged 3"),
-        "bad pattern json": (1, 'pattern "unterminated'),
-        "bad special json": (3, '99 "<|endo'),
+        "bad unicode version": (1, "unicode sixteen"),
+        "missing unicode line": (1, 'pattern "x"'),
+        "bad pattern json": (2, 'pattern "unterminated'),
+        "bad special json": (4, '99 "<|endo'),
     }
     for index, replacement in cases.values():
         broken = list(lines)
@@ -396,7 +399,7 @@ def test_model_bad_fields_name_the_line(trained, tmp_path: Path) -> None:
 
 def test_model_special_ids_mismatch(trained, tmp_path: Path) -> None:
     lines = _model_lines(trained, tmp_path)
-    special_line = 3  # "id text" of the first special token
+    special_line = 4  # "id text" of the first special token
     _, text = lines[special_line].split(" ", 1)
     lines[special_line] = f"5 {text}"
     with pytest.raises(ValueError, match="special tokens' ids"):
@@ -484,3 +487,56 @@ def test_failed_save_keeps_old_files(trained, trained_ws, tmp_path: Path, monkey
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     assert _tmp_files(tmp_path) == []
     _same(bytepair.load(tmp_path), trained)
+
+
+# --- the Unicode version of training (issue 13) ----------------------------------------------
+
+
+def _tiny(pattern: str = "gpt2") -> bytepair.Tokenizer:
+    return bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], [EOT], pattern=pattern)
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget the versions this process was already warned about."""
+    monkeypatch.setattr(bp_io, "_warned_unicode", set())
+
+
+def test_model_records_the_unicode_version(tmp_path: Path, fresh_warnings) -> None:
+    lines = _model_lines(_tiny(), tmp_path)
+    assert lines[:2] == ["#bytepair-model v2", f"unicode {bytepair.UNICODE_VERSION}"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert bytepair.load(tmp_path / "good").unicode_version == bytepair.UNICODE_VERSION
+
+
+def test_other_unicode_version_warns_once_per_version(tmp_path: Path, fresh_warnings) -> None:
+    lines = _model_lines(_tiny(), tmp_path)
+    with pytest.warns(UserWarning, match=r"trained with .*Unicode 15\.1\.0; .* uses Unicode 16"):
+        tok = _load_lines(tmp_path, [lines[0], "unicode 15.1.0", *lines[2:]])
+    assert tok.unicode_version == "15.1.0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _load_lines(tmp_path, [lines[0], "unicode 15.1.0", *lines[2:]])
+    with pytest.warns(UserWarning, match=r"Unicode 17\.0\.0"):
+        _load_lines(tmp_path, [lines[0], "unicode 17.0.0", *lines[2:]])
+    tok.save(tmp_path / "again")  # the version of training is kept, not the loader's
+    assert (tmp_path / "again" / "bytepair.model").read_text().splitlines()[1] == "unicode 15.1.0"
+
+
+@pytest.mark.parametrize(("pattern", "version"), [("gpt2", "17.0.0"), (r"\S+", "16.0.0")])
+def test_v1_model_without_unicode_line(tmp_path: Path, fresh_warnings, pattern, version) -> None:
+    """v1 files (before the version was pinned): the GPT-2 scanner had Python `regex`'s
+    Unicode 17.0 classes, other patterns fancy-regex's 16.0."""
+    tok = _tiny(pattern)
+    v1 = ["#bytepair-model v1", *_model_lines(tok, tmp_path)[2:]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = _load_lines(tmp_path, v1)
+    assert loaded.unicode_version == version
+    assert loaded.vocab == tok.vocab and loaded.pattern == tok.pattern
+    messages = [str(w.message) for w in caught]
+    if version == bytepair.UNICODE_VERSION:
+        assert messages == []
+    else:
+        assert len(messages) == 1 and f"Unicode {version};" in messages[0]

@@ -2,12 +2,15 @@
 //! in `py.rs`, compiled only with the `python` feature (maturin turns it on), so `cargo test`
 //! needs no libpython.
 
+pub use unicode::UNICODE_VERSION;
+
 pub mod count;
 pub mod encode;
 pub mod pretokenize;
 #[rustfmt::skip]
 mod tables;
 pub mod train;
+pub mod unicode;
 
 #[cfg(feature = "python")]
 mod py;

@@ -4,8 +4,9 @@
 //!
 //! Why a hand-written scanner: the GPT-2 pattern has a lookahead (`\s+(?!\S)`), which the `regex`
 //! crate cannot run, and fancy-regex runs it at ~5-20 MB/s. The scanner below follows the pattern's
-//! alternatives one by one, with character classes generated from the Python `regex` package
-//! (`tables.rs`), so it matches `regex.finditer` exactly; tests check it exhaustively and by fuzzing.
+//! alternatives one by one, with character classes generated from regex-syntax (`tables.rs`), the
+//! source of fancy-regex's classes, so it matches fancy-regex and tiktoken exactly (`unicode.rs`
+//! checks every code point; tests/test_unicode.py lists where the Python `regex` package differs).
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
@@ -34,7 +35,7 @@ const SPACE: u8 = 3;
 
 /// Class of a code point under the GPT-2 pattern: other, `\p{L}`, `\p{N}` or `\s`.
 #[inline(always)]
-fn class_of(cp: u32) -> u8 {
+pub(crate) fn class_of(cp: u32) -> u8 {
     let block = BLOCK_INDEX[(cp >> BLOCK_SHIFT) as usize] as usize;
     BLOCKS[block][(cp & 0xff) as usize]
 }

@@ -551,6 +551,7 @@ impl PyEncoder {
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GPT2_PATTERN", GPT2_PATTERN)?;
+    m.add("UNICODE_VERSION", crate::UNICODE_VERSION)?;
     m.add_class::<PyWordCounts>()?;
     m.add_class::<PyEncoder>()?;
     m.add_function(wrap_pyfunction!(count_file, m)?)?;

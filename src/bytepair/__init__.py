@@ -1,5 +1,6 @@
 """bytepair: exact, fast, memory-bounded byte-level BPE (CS336 semantics) with a Rust core."""
 
+from ._core import UNICODE_VERSION
 from .encoding import Tokenizer
 from .io import load, save
 from .patterns import GPT2_PATTERN
@@ -8,6 +9,7 @@ from .train import train, train_bpe, train_from_counts, train_from_iterator
 
 __all__ = [
     "GPT2_PATTERN",
+    "UNICODE_VERSION",
     "Tokenizer",
     "WordCounts",
     "count_files",

@@ -5,6 +5,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 GPT2_PATTERN: str
+UNICODE_VERSION: str
 
 class WordCounts:
     def __init__(self, items: Sequence[tuple[bytes, int]] | None = None) -> None: ...

@@ -63,6 +63,8 @@ class Tokenizer:
             self._special_ids[token] = id_of[raw]
         self._n_vocab = next_id  # kept: a scan of the vocabulary per call cost 1 ms
         self.pattern = resolve_pattern(pattern)
+        #: The Unicode version of the classes it was trained with (`load` sets the file's).
+        self.unicode_version = _core.UNICODE_VERSION
         self._core = _core.Encoder(
             list(self._vocab.items()), self._merges, list(self._special_ids.items()), self.pattern
         )

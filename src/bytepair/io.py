@@ -1,6 +1,7 @@
 """Model files: GPT-2 `vocab.json` + `merges.txt` (SPEC §3) and bytepair's own versioned
-`bytepair.model`, which keeps the pattern verbatim and any vocabulary exactly. Every write is
-atomic (temp file + rename); every parse error names the file and line.
+`bytepair.model`, which keeps the pattern verbatim, the Unicode version of its training and any
+vocabulary exactly. Every write is atomic (temp file + rename); every parse error names the file
+and line.
 """
 
 from __future__ import annotations
@@ -9,16 +10,25 @@ import base64
 import functools
 import json
 import os
+import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from . import _core
+from .patterns import GPT2_PATTERN
 
 if TYPE_CHECKING:
     from .encoding import Tokenizer
 
 MODEL_FILE = "bytepair.model"
-MODEL_HEADER = "#bytepair-model v1"
+MODEL_HEADER = "#bytepair-model v2"
+#: Files without a `unicode` line, written before the Unicode version was pinned.
+MODEL_HEADER_V1 = "#bytepair-model v1"
 MODEL_END = "#end"
+#: Unicode versions already warned about in this process (the warning is given once per version).
+_warned_unicode: set[str] = set()
 
 
 @functools.cache
@@ -174,6 +184,7 @@ def _b64(b: bytes) -> str:
 def _model_text(tok: Tokenizer) -> str:
     lines = [
         MODEL_HEADER,
+        f"unicode {tok.unicode_version}",
         f"pattern {json.dumps(tok.pattern)}",
         f"specials {len(tok.special_tokens)}",
     ]
@@ -251,8 +262,14 @@ def load(path: str | os.PathLike) -> Tokenizer:
             )
         path = path / MODEL_FILE
     lines = _Lines(path)
-    if lines.next() != MODEL_HEADER:
+    header = lines.next()
+    if header not in (MODEL_HEADER, MODEL_HEADER_V1):
         raise lines.error(f"not a bytepair model file (expected {MODEL_HEADER!r})")
+    unicode = None
+    if header == MODEL_HEADER:
+        unicode = lines.section("unicode")[1]
+        if not re.fullmatch(r"\d+\.\d+\.\d+", unicode):
+            raise lines.error(f"expected 'unicode <version>' like 16.0.0, got {unicode!r}")
     try:
         pattern = json.loads(lines.section("pattern")[1])
         specials = {}
@@ -274,7 +291,31 @@ def load(path: str | os.PathLike) -> Tokenizer:
     tok = Tokenizer(vocab, merges, list(specials), pattern=pattern)
     if tok.special_tokens != specials:
         raise ValueError(f"{path}: the special tokens' ids do not match the vocabulary")
+    tok.unicode_version = unicode or _v1_unicode(pattern)
+    _check_unicode(tok.unicode_version, path)
     return tok
+
+
+def _v1_unicode(pattern: str) -> str:
+    """The classes a v1 file was trained with: the GPT-2 scanner then had the Python `regex`
+    package's (Unicode 17.0.0), other patterns ran on fancy-regex with regex-syntax 0.8.12's."""
+    return "17.0.0" if pattern == GPT2_PATTERN else "16.0.0"
+
+
+def _check_unicode(version: str, path: Path) -> None:
+    """Warns (once per version and process) when a model was trained with other Unicode classes
+    than this build's: text with characters classed differently now pretokenizes differently."""
+    if version == _core.UNICODE_VERSION or version in _warned_unicode:
+        return
+    _warned_unicode.add(version)
+    warnings.warn(
+        f"{path} was trained with the character classes of Unicode {version}; this bytepair uses "
+        f"Unicode {_core.UNICODE_VERSION} (tiktoken's). Text with characters whose class differs "
+        f"between the two (see the README, 'Unicode version') is pretokenized differently than "
+        f"in training; retrain to match. (Shown once per version.)",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def write_npy_atomic(path: str | os.PathLike, array: object) -> None:
