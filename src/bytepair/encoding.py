@@ -123,7 +123,8 @@ class Tokenizer:
     def __reduce__(self) -> tuple[object, ...]:
         """Pickles as its vocabulary, merges, special tokens and pattern (as tiktoken's
         `Encoding` does), so it can go to worker processes; the core is rebuilt there."""
-        return (_rebuild, (self._vocab, self._merges, list(self._special_ids), self.pattern))
+        state = (self._vocab, self._merges, list(self._special_ids), self.pattern)
+        return (_rebuild, (*state, self.unicode_version))
 
     def save(self, directory: str | os.PathLike) -> None:
         """Writes `vocab.json`, `merges.txt` and `bytepair.model` into `directory` (atomically)."""
@@ -373,9 +374,15 @@ class Tokenizer:
 
 
 def _rebuild(
-    vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], specials: list[str], pattern: str
+    vocab: dict[int, bytes],
+    merges: list[tuple[bytes, bytes]],
+    specials: list[str],
+    pattern: str,
+    unicode_version: str,
 ) -> Tokenizer:
-    return Tokenizer(vocab, merges, specials, pattern=pattern)
+    tok = Tokenizer(vocab, merges, specials, pattern=pattern)
+    tok.unicode_version = unicode_version
+    return tok
 
 
 def _check_vocab(vocab: dict[int, bytes]) -> dict[int, bytes]:
