@@ -526,6 +526,28 @@ def test_numpy_large_vocab_is_uint32() -> None:
         tok.encode_to_numpy("ab", dtype=np.uint16)
 
 
+@given(texts=st.lists(any_text, max_size=8), threads=st.sampled_from([1, 2]))
+@settings(suppress_health_check=SUPPRESS)
+def test_batch_to_numpy_equals_encode_of_each_text(gpt2, texts: list[str], threads: int) -> None:
+    ids, offsets = gpt2.encode_batch_to_numpy(texts, num_threads=threads)
+    assert ids.dtype == np.uint16 and offsets.dtype == np.uint64
+    assert offsets.tolist()[0] == 0 and len(offsets) == len(texts) + 1
+    for i, text in enumerate(texts):
+        assert ids[offsets[i] : offsets[i + 1]].tolist() == gpt2.encode(text)
+    assert len(ids) == offsets[-1]
+
+
+def test_batch_to_numpy_options(gpt2, cs336_data) -> None:
+    docs = (cs336_data / "tinystories_sample.txt").read_text(encoding="utf-8").split(EOT)
+    ids, offsets = gpt2.encode_batch_to_numpy(docs, dtype=np.uint32, allowed_special=set())
+    assert ids.dtype == np.uint32
+    assert np.split(ids, offsets[1:-1])[1].tolist() == gpt2.encode_ordinary(docs[1])
+    empty_ids, empty_offsets = gpt2.encode_batch_to_numpy([])
+    assert empty_ids.shape == (0,) and empty_offsets.tolist() == [0]
+    with pytest.raises(ValueError, match="disallowed special token"):
+        gpt2.encode_batch_to_numpy(["a", EOT], allowed_special=set(), disallowed_special="all")
+
+
 def test_decode_accepts_numpy_ids(gpt2) -> None:
     arr = gpt2.encode_to_numpy("hello world")
     assert gpt2.decode(arr) == "hello world"

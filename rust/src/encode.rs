@@ -72,6 +72,10 @@ pub const CHECK_EVERY: usize = 1 << 20;
 const SHORT: usize = 64;
 /// Caches kept between calls, at most (each up to ~15 MB).
 const MAX_SPARE_CACHES: usize = 8;
+/// Pretokens longer than 15 bytes are cached by bytes up to this length.
+const LONG_WORD: usize = 256;
+/// The cache of long pretokens takes no more entries past this many.
+const LONG_ENTRIES: usize = 1 << 15;
 /// The pretoken cache takes no more entries past this many (~15 MB).
 const CACHE_ENTRIES: usize = 1 << 18;
 
@@ -109,6 +113,10 @@ pub struct Cache {
     hot: Vec<HotEntry>,
     map: FastMap<u128, (u32, u32)>,
     ids: Vec<TokenId>,
+    /// Pretokens of 16 to `LONG_WORD` bytes → (start, len) in `ids`.
+    long: FastMap<Box<[u8]>, (u32, u32)>,
+    /// Scratch tokens of the merge loop, reused.
+    scratch: Vec<TokenId>,
 }
 
 /// A hot entry: a packed word and up to `HOT_IDS` ids.
@@ -128,6 +136,8 @@ impl Default for Cache {
             hot: vec![HotEntry::default(); 1 << HOT_BITS],
             map: FastMap::default(),
             ids: Vec::new(),
+            long: FastMap::default(),
+            scratch: Vec::new(),
         }
     }
 }
@@ -151,6 +161,24 @@ impl Cache {
             self.hot[slot] = entry;
         }
         true
+    }
+
+    /// Appends the cached ids of a long pretoken to `out`; false if it is not cached.
+    fn get_long(&self, word: &[u8], out: &mut Vec<TokenId>) -> bool {
+        let Some(&(s, l)) = self.long.get(word) else {
+            return false;
+        };
+        out.extend_from_slice(&self.ids[s as usize..(s + l) as usize]);
+        true
+    }
+
+    /// Remembers the ids of a long pretoken while that map is not full.
+    fn insert_long(&mut self, word: &[u8], ids: &[TokenId]) {
+        if self.long.len() < LONG_ENTRIES {
+            self.long
+                .insert(word.into(), (self.ids.len() as u32, ids.len() as u32));
+            self.ids.extend_from_slice(ids);
+        }
     }
 
     /// Remembers the ids of `key` (the map only while it is not full).
@@ -461,7 +489,9 @@ impl Encoder {
         result
     }
 
-    /// BPE of one pretoken, appended to `out`.
+    /// BPE of one pretoken, appended to `out`. Pretokens of up to 15 bytes are cached by their
+    /// packed key, longer ones (non-ASCII words, whitespace runs: ~9% of the bytes) by their
+    /// bytes, up to `LONG_WORD` bytes.
     #[inline]
     fn encode_word(&self, word: &[u8], cache: &mut Cache, out: &mut Vec<TokenId>) {
         if word.len() == 1 {
@@ -469,21 +499,26 @@ impl Encoder {
             return;
         }
         let key = (word.len() <= crate::PACKED_MAX).then(|| crate::pack_word(word));
-        if let Some(key) = key {
-            if cache.get(key, out) {
-                return;
-            }
+        match key {
+            Some(key) if cache.get(key, out) => return,
+            None if word.len() <= LONG_WORD && cache.get_long(word, out) => return,
+            _ => {}
         }
         let start = out.len();
-        let mut tokens: Vec<TokenId> = word.iter().map(|&b| self.byte_ids[b as usize]).collect();
+        let mut tokens = std::mem::take(&mut cache.scratch);
+        tokens.clear();
+        tokens.extend(word.iter().map(|&b| self.byte_ids[b as usize]));
         if word.len() <= SHORT {
             self.merge_short(&mut tokens);
+            out.extend_from_slice(&tokens);
         } else {
-            tokens = self.merge_long(&tokens);
+            out.extend(self.merge_long(&tokens));
         }
-        out.extend_from_slice(&tokens);
-        if let Some(key) = key {
-            cache.insert(key, &out[start..]);
+        cache.scratch = tokens;
+        match key {
+            Some(key) => cache.insert(key, &out[start..]),
+            None if word.len() <= LONG_WORD => cache.insert_long(word, &out[start..]),
+            None => {}
         }
     }
 

@@ -137,6 +137,10 @@ class Tokenizer:
         self, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial
     ) -> tuple[list[str] | None, frozenset[str]]:
         """(special tokens to match, None meaning all; special tokens that must not occur)."""
+        if allowed_special == "all" and isinstance(disallowed_special, tuple) and not (
+            disallowed_special
+        ):
+            return None, frozenset()  # the defaults, without building sets on every call
         known = set(self._special_ids)
         for name, value in (
             ("allowed_special", allowed_special),
@@ -265,12 +269,12 @@ class Tokenizer:
 
     def _small_dtype(self, dtype: object) -> bool:
         """Whether ids go out as uint16: when every id fits, unless `dtype` says uint32."""
+        fits = self.n_vocab <= 1 << 16
+        if dtype is None:
+            return fits
         import numpy as np
 
-        fits = self.n_vocab <= 1 << 16
-        wanted = (
-            np.dtype(dtype) if dtype is not None else np.dtype(np.uint16 if fits else np.uint32)
-        )
+        wanted = np.dtype(dtype)
         if wanted not in (np.uint16, np.uint32):
             raise ValueError(f"dtype must be uint16 or uint32, got {wanted}")
         if wanted == np.uint16 and not fits:
