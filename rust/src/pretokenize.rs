@@ -164,6 +164,10 @@ fn gpt2_token_end(b: &[u8], i: usize) -> usize {
     n
 }
 
+/// The most memory a custom pattern's compiled form may take (the `regex` crate's default is
+/// 10 MiB; a pattern past this is refused with an error naming the limit).
+const REGEX_SIZE_LIMIT: usize = 64 << 20;
+
 /// Splits text into pretokens.
 pub enum Pretokenizer {
     /// The hand-written GPT-2 scanner.
@@ -178,7 +182,12 @@ impl Pretokenizer {
         if pattern == GPT2_PATTERN {
             return Ok(Self::Gpt2);
         }
-        fancy_regex::Regex::new(pattern)
+        // Bounded compiled size: fancy-regex otherwise compiles some patterns (a lookbehind
+        // over a large repetition) by asking for gigabytes, and a failed allocation aborts.
+        fancy_regex::RegexBuilder::new(pattern)
+            .delegate_size_limit(REGEX_SIZE_LIMIT)
+            .delegate_dfa_size_limit(REGEX_SIZE_LIMIT)
+            .build()
             .map(|re| Self::Regex(Box::new(re)))
             .map_err(|e| PretokenizeError::BadPattern {
                 pattern: pattern.to_owned(),
