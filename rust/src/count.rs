@@ -406,13 +406,15 @@ impl Counter {
     pub fn add_document(
         &mut self,
         text: &str,
-        specials: &Specials,
-        pretok: &Pretokenizer,
+        config: &CountConfig,
+        stop: &AtomicBool,
     ) -> Result<(), CountError> {
         let mut result = Ok(());
-        specials.for_each_piece(text, |piece| {
+        config.specials.for_each_piece(text, |piece| {
             if let (Piece::Text(t), Ok(())) = (piece, &result) {
-                result = pretok.for_each(t, |word| self.add(word.as_bytes()));
+                result = config
+                    .pretok
+                    .for_each_until(t, stop, |word| self.add(word.as_bytes()));
             }
         });
         result?;
@@ -581,6 +583,8 @@ pub fn count_file(
         for w in workers {
             match w.join() {
                 Ok(Ok(counts)) => tables.push(counts),
+                // stopped because of another error, which is the one to report
+                Ok(Err(CountError::Pretokenize(PretokenizeError::Stopped))) => {}
                 Ok(Err(e)) => first_err = first_err.or(Some(e)),
                 Err(panic) => first_err = first_err.or(Some(internal(panic))),
             }
@@ -622,10 +626,29 @@ fn read_chunks(
     let mut text = String::new();
     let mut target = chunk_size;
     let mut decoded_upto = start;
-    let send = |chunk: String, stats: &mut CountStats| {
+    // Sends a chunk, waiting while the channel is full but still looking at `progress` (for
+    // Ctrl-C: a slow custom pattern can keep the workers busy for long). Ok(false): a worker
+    // failed; its error is the one to report.
+    let send = |mut chunk: String,
+                stats: &mut CountStats,
+                progress: &mut dyn FnMut(u64) -> bool|
+     -> Result<bool, ReadError> {
         stats.n_chunks += 1;
         stats.max_chunk = stats.max_chunk.max(chunk.len() as u64);
-        tx.send(chunk).is_ok() && !failed.load(Ordering::Relaxed)
+        loop {
+            match tx.try_send(chunk) {
+                Ok(()) => return Ok(!failed.load(Ordering::Relaxed)),
+                Err(mpsc::TrySendError::Disconnected(_)) => return Ok(false),
+                Err(mpsc::TrySendError::Full(back)) => chunk = back,
+            }
+            if failed.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            if !progress(stats.n_bytes) {
+                return Err(ReadError::Interrupted);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
     };
     loop {
         if failed.load(Ordering::Relaxed) {
@@ -648,7 +671,7 @@ fn read_chunks(
         raw.drain(..cut);
         if eof {
             if !text.is_empty() {
-                send(text, stats);
+                send(text, stats, progress)?;
             }
             progress(stats.n_bytes);
             return Ok(());
@@ -658,7 +681,7 @@ fn read_chunks(
                 Some(p) => {
                     let rest = text[p..].to_owned();
                     text.truncate(p);
-                    if !send(std::mem::replace(&mut text, rest), stats) {
+                    if !send(std::mem::replace(&mut text, rest), stats, progress)? {
                         return Ok(()); // a worker failed; its error is reported by the caller
                     }
                     target = chunk_size;
@@ -702,7 +725,7 @@ fn count_chunks(
         let mut counter = Counter::default();
         while let Some(chunk) = next() {
             if !failed.load(Ordering::Relaxed) {
-                counter.add_document(&chunk, &config.specials, &config.pretok)?;
+                counter.add_document(&chunk, config, failed)?;
             }
         }
         Ok(counter.finish()?)
@@ -726,7 +749,7 @@ pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts,
                 scope.spawn(move || {
                     let mut counter = Counter::default();
                     for t in part {
-                        counter.add_document(t, &config.specials, &config.pretok)?;
+                        counter.add_document(t, config, &AtomicBool::new(false))?;
                     }
                     Ok::<_, CountError>(counter.finish()?)
                 })

@@ -8,6 +8,8 @@
 //! source of fancy-regex's classes, so it matches fancy-regex and tiktoken exactly (`unicode.rs`
 //! checks every code point; tests/test_unicode.py lists where the Python `regex` package differs).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use crate::tables::{BLOCKS, BLOCK_INDEX, BLOCK_SHIFT};
@@ -28,6 +30,9 @@ pub enum PretokenizeError {
     /// A special token is the empty string.
     #[error("special tokens must not be empty")]
     EmptySpecial,
+    /// Another thread asked to stop (an error elsewhere, or Ctrl-C).
+    #[error("stopped")]
+    Stopped,
 }
 
 /// The class of `\s` in `tables.rs` (0 is other, 1 `\p{L}`, 2 `\p{N}`).
@@ -200,6 +205,19 @@ impl Pretokenizer {
     pub fn for_each<'t>(
         &self,
         text: &'t str,
+        f: impl FnMut(&'t str),
+    ) -> Result<(), PretokenizeError> {
+        self.for_each_until(text, &AtomicBool::new(false), f)
+    }
+
+    /// `for_each`, giving up with `Stopped` once `stop` is set. The regex engine checks it
+    /// between matches: some custom patterns take seconds per match, and a counting worker
+    /// must stop soon when another thread failed or Ctrl-C was pressed.
+    #[inline]
+    pub fn for_each_until<'t>(
+        &self,
+        text: &'t str,
+        stop: &AtomicBool,
         mut f: impl FnMut(&'t str),
     ) -> Result<(), PretokenizeError> {
         match self {
@@ -214,6 +232,9 @@ impl Pretokenizer {
             }
             Self::Regex(re) => {
                 for m in re.find_iter(text) {
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(PretokenizeError::Stopped);
+                    }
                     let m = m.map_err(|e| PretokenizeError::MatchFailed {
                         pattern: re.as_str().to_owned(),
                         message: e.to_string(),
