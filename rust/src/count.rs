@@ -103,9 +103,7 @@ impl WordCounts {
             *count = count.checked_add(n).ok_or(TableError::Overflow)?;
             Ok(())
         } else {
-            self.long.try_reserve(1).map_err(|_| TableError::Full)?;
-            self.long.insert(word.into(), n);
-            Ok(())
+            add_one(&mut self.long, word.into(), n)
         }
     }
 
@@ -300,20 +298,22 @@ fn add_all<K: std::hash::Hash + Eq>(
     if into.len() < from.len() {
         std::mem::swap(into, &mut from);
     }
-    into.try_reserve(from.len()).map_err(|_| TableError::Full)?;
     for (key, n) in from {
         add_one(into, key, n)?;
     }
     Ok(())
 }
 
-/// Adds `n` to the count of `key`, refusing to wrap around.
+/// Adds `n` to the count of `key`, refusing to wrap around. The map grows with `try_reserve`
+/// (a no-op while it has room), so running out of memory is an error (MemoryError in Python)
+/// rather than an abort of the process.
 #[inline(always)]
 fn add_one<K: std::hash::Hash + Eq>(
     map: &mut FastMap<K, u64>,
     key: K,
     n: u64,
 ) -> Result<(), TableError> {
+    map.try_reserve(1).map_err(|_| TableError::Full)?;
     let count = map.entry(key).or_insert(0);
     *count = count.checked_add(n).ok_or(TableError::Overflow)?;
     Ok(())
@@ -383,19 +383,13 @@ impl Counter {
         }
     }
 
-    /// Applies the queue of one partition; the map grows with `try_reserve`, so that running out
-    /// of memory is an error (MemoryError in Python) rather than an abort of the process.
+    /// Applies the queue of one partition.
     fn flush(&mut self, part: usize) {
         let map = &mut self.counts.short[part];
         let queue = &mut self.queued[part];
-        let result = map
-            .try_reserve(queue.len())
-            .map_err(|_| TableError::Full)
-            .and_then(|()| {
-                queue
-                    .drain(..)
-                    .try_for_each(|(key, n)| add_one(map, key, n))
-            });
+        let result = queue
+            .drain(..)
+            .try_for_each(|(key, n)| add_one(map, key, n));
         queue.clear();
         if let Err(e) = result {
             self.error.get_or_insert(e);
