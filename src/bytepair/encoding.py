@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Literal
 
 from . import _core
-from ._checks import check_num_threads, check_special_tokens
+from ._checks import check_merges, check_num_threads, check_special_tokens
 from ._checks import check_text as _check_text
 from .patterns import resolve_pattern
 
@@ -48,7 +48,7 @@ class Tokenizer:
     ):
         specials = check_special_tokens(special_tokens)
         self._vocab = _check_vocab(vocab)
-        self._merges = [(bytes(a), bytes(b)) for a, b in merges]
+        self._merges = check_merges(merges)
         # Where a special token's bytes have several ids (a one-byte special, say), the last
         # one is the special: training puts special tokens after every other token.
         id_of = {b: i for i, b in sorted(self._vocab.items())}
