@@ -9,6 +9,8 @@ import base64
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,3 +181,115 @@ def test_generators_are_deterministic() -> None:
     for target in harness.PUBLIC:
         for i in (0, 17, 999):
             assert repr(harness.input_of(target, 3, i)) == repr(harness.input_of(target, 3, i))
+
+
+@pytest.mark.parametrize("call", ["count_files", "count_texts", "encode_batch", "train"])
+@pytest.mark.parametrize("num_threads", [10**5, 2**64 - 1, 2**64])
+def test_num_threads_is_bounded(tmp_path, call, num_threads) -> None:
+    """10**5 threads exhausted memory (the process aborted), 2**64 - 1 overflowed a channel's
+    capacity (PanicException), 2**64 the binding's integer (OverflowError)."""
+    path = tmp_path / "a.txt"
+    path.write_text("a b", encoding="utf-8")
+    run = {
+        "count_files": lambda: bytepair.count_files(path, num_threads=num_threads),
+        "count_texts": lambda: bytepair.count_texts(["a b"], num_threads=num_threads),
+        "encode_batch": lambda: bytepair.Tokenizer(*_bytes_vocab()).encode_batch(
+            ["a b"], num_threads=num_threads
+        ),
+        "train": lambda: bytepair.train(path, 300, num_threads=num_threads, progress=False),
+    }[call]
+    with pytest.raises(ValueError, match="num_threads must be between 1 and"):
+        run()
+
+
+def _bytes_vocab() -> tuple[dict[int, bytes], list]:
+    return {i: bytes([i]) for i in range(256)}, []
+
+
+@pytest.mark.parametrize("vocab_size", [2**31, 2**40, 2**64])
+def test_vocab_size_is_bounded(vocab_size) -> None:
+    """2**40 made the core reserve 8 TB for the merges and abort; 2**64 raised PanicException."""
+    with pytest.raises(ValueError, match=r"vocab_size \d+ is too large"):
+        bytepair.train_from_iterator(["a b"], vocab_size, progress=False)
+
+
+def test_encode_options_of_the_wrong_type() -> None:
+    tok = bytepair.Tokenizer(*_bytes_vocab(), ["<s>"])
+    for name in ("allowed_special", "disallowed_special"):
+        with pytest.raises(TypeError, match=f"{name} must be 'all' or a set of strings"):
+            tok.encode("a", **{name: 5})  # was: 'int' object is not iterable
+    for dtype in ("foo", 5):
+        with pytest.raises(ValueError, match="dtype must be uint16 or uint32"):
+            tok.encode_to_numpy("a", dtype=dtype)  # was: numpy's "data type not understood"
+
+
+# --- found by the fuzzer, rooted in the Rust core (rust/src/count.rs, train.rs, fancy-regex) ------
+
+
+def _run_limited(code: str, extra_mb: int, timeout: float) -> subprocess.CompletedProcess:
+    """Runs `code` in a child whose address space may grow `extra_mb` past what it has after
+    `import bytepair` (a memory limit as `ulimit -v` sets it)."""
+    prelude = (
+        "import resource, re, bytepair\n"
+        "size = int(re.search(r'VmSize:\\s+(\\d+)', open('/proc/self/status').read())[1]) << 10\n"
+        f"limit = size + {extra_mb << 20}\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and RLIMIT_AS")
+@pytest.mark.xfail(
+    strict=True,
+    reason="count.rs spawns its workers with std::thread::scope's spawn, which panics when a "
+    "thread cannot start; under a memory limit the process then aborts (SIGABRT) instead of "
+    "raising MemoryError/OSError (encode_batch and train already raise)",
+)
+def test_count_files_threads_that_cannot_start_raise(tmp_path) -> None:
+    path = tmp_path / "a.txt"
+    path.write_text("hello world\n", encoding="utf-8")
+    code = (
+        "try:\n"
+        f"    bytepair.count_files({str(path)!r}, num_threads=64)\n"
+        "except (MemoryError, OSError, RuntimeError) as e:\n"
+        "    print('raised', type(e).__name__)\n"
+    )
+    proc = _run_limited(code, 250, 120)
+    assert proc.returncode == 0, proc.stderr[-800:]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and RLIMIT_AS")
+@pytest.mark.xfail(
+    strict=True,
+    reason="train.rs reserves Vec::with_capacity(num_merges) up front: vocab_size 2**31-1 asks "
+    "for 16 GB and, under a memory limit, the allocation failure aborts the process (SIGABRT) "
+    "although the corpus allows only 3 merges",
+)
+def test_train_huge_vocab_size_on_a_tiny_corpus() -> None:
+    code = (
+        "import warnings; warnings.simplefilter('ignore')\n"
+        "print(len(bytepair.train_from_iterator(['a b aa'], 2**31 - 1, progress=False).merges))\n"
+    )
+    proc = _run_limited(code, 1024, 120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "3", proc.stderr[-800:]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    raises=subprocess.TimeoutExpired,
+    reason="fancy-regex's backtrack limit bounds exponential patterns, not quadratic ones: "
+    "`((?=a)a){100000}` on 40,000 'a' runs for minutes (about 28 s for 20,000) in pretokenize, "
+    "with the GIL held and Ctrl-C ignored; it should end (result or ValueError) in bounded time",
+)
+def test_quadratic_pattern_ends_in_bounded_time() -> None:
+    code = (
+        "from bytepair.pretokenize import pretokenize\n"
+        "try:\n"
+        "    pretokenize('a' * 40_000 + ' b', pattern='((?=a)a){100000}')\n"
+        "except ValueError:\n"
+        "    pass\n"
+    )
+    _run_limited(code, 2048, 10)

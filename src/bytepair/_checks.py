@@ -6,6 +6,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+#: The most threads an operation takes, unless the machine has more CPUs.
+MAX_THREADS = 256
+
 
 def check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
     """A list of distinct, non-empty special-token strings."""
@@ -73,8 +76,16 @@ def check_num_threads(num_threads: int | None) -> int:
             return max(1, len(os.sched_getaffinity(0)))
         except AttributeError:
             return os.cpu_count() or 1
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+    # Each worker holds a few MB of tables and a stack: 10**5 of them exhausted memory (and
+    # 2**64 - 1 overflowed a channel's capacity), far past any use.
+    limit = max(MAX_THREADS, os.cpu_count() or 1)
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+    if not 1 <= num_threads <= limit:
+        raise ValueError(
+            f"num_threads must be between 1 and {limit} (the larger of {MAX_THREADS} and the "
+            f"CPU count), got {num_threads}"
+        )
     return num_threads
 
 

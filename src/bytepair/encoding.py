@@ -138,6 +138,8 @@ class Tokenizer:
                     f"{name} must be 'all' or a set of strings, got the string "
                     f"{value!r}; write {{{value!r}}}"
                 )
+            if not isinstance(value, (str, Iterable)):
+                raise TypeError(f"{name} must be 'all' or a set of strings, got {value!r}")
         allowed = known if allowed_special == "all" else set(allowed_special)
         unknown = allowed - known
         if unknown:
@@ -229,11 +231,12 @@ class Tokenizer:
         allowed, disallowed = self._policy(allowed_special, disallowed_special)
         self._refuse(text, disallowed)
         fits = self.n_vocab <= 1 << 16
-        wanted = (
-            np.dtype(dtype) if dtype is not None else np.dtype(np.uint16 if fits else np.uint32)
-        )
+        try:
+            wanted = np.dtype(dtype if dtype is not None else np.uint16 if fits else np.uint32)
+        except TypeError:
+            wanted = None
         if wanted not in (np.uint16, np.uint32):
-            raise ValueError(f"dtype must be uint16 or uint32, got {wanted}")
+            raise ValueError(f"dtype must be uint16 or uint32, got {dtype!r}")
         if wanted == np.uint16 and not fits:
             raise ValueError(f"dtype uint16 cannot hold ids up to {self.n_vocab - 1}; use uint32")
         return self._core.encode_to_numpy(text, allowed, wanted == np.uint16)

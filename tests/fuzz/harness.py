@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import models, texts
+from . import encode, models, options, texts
 from .common import Target, Violation
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "fuzz.py"
@@ -46,7 +46,10 @@ def _selftest_check(x: object, workdir: Path) -> str:
 
 
 SELFTEST = Target("_selftest", lambda rng: rng.randrange(20), _selftest_check)
-TARGETS = {t.name: t for t in [*models.TARGETS, *texts.TARGETS, SELFTEST]}
+TARGETS = {
+    t.name: t
+    for t in [*models.TARGETS, *texts.TARGETS, *encode.TARGETS, *options.TARGETS, SELFTEST]
+}
 PUBLIC = [name for name in TARGETS if not name.startswith("_")]
 
 
@@ -100,7 +103,10 @@ class Finding:
     detail: str
 
     def report(self) -> str:
-        shown = repr(input_of(self.target, self.seed, self.index))
+        try:
+            shown = repr(input_of(self.target, self.seed, self.index))
+        except Exception as e:
+            shown = f"(the generator failed: {type(e).__name__}: {e})"
         shown = shown if len(shown) < 3000 else shown[:3000] + f"... ({len(shown)} chars)"
         return (
             f"{self.kind.upper()} {self.target} seed {self.seed} input {self.index}\n"
