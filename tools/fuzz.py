@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--worker"]:
         target, seed, start, end, memory_mb = argv[1], *map(int, argv[2:6])
-        harness.work(target, seed, start, end, memory_mb)
+        harness.work(target, seed, start, end, memory_mb, argv[6])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(

@@ -61,30 +61,29 @@ def input_of(target: str, seed: int, index: int) -> object:
 # --- the child ---------------------------------------------------------------------------------
 
 
-def work(target: str, seed: int, start: int, end: int, memory_mb: int) -> None:
-    """Runs inputs `start..end` and writes the protocol lines on the original stdout (anything
-    the library prints goes to stderr)."""
+def work(target: str, seed: int, start: int, end: int, memory_mb: int, root: str) -> None:
+    """Runs inputs `start..end` in folders under `root` (the parent's, which removes it even
+    when this process is killed) and writes the protocol lines on the original stdout
+    (anything the library prints goes to stderr)."""
     if memory_mb:  # a runaway allocation then fails here instead of swapping the machine
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     check = TARGETS[target].check
-    root = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    with tempfile.TemporaryDirectory(prefix="bytepair-fuzz-", dir=root) as tmp:
-        for i in range(start, end):
-            proto.write(f"> {i}\n")
-            proto.flush()
-            workdir = Path(tmp) / str(i)
-            workdir.mkdir()
-            try:
-                proto.write(f"< {check(input_of(target, seed, i), workdir)}\n")
-            except Exception as e:
-                proto.write("< violation\n")
-                detail = f"{type(e).__name__}: {e}"[:4000]
-                tb = traceback.format_exc(limit=-6)[-4000:]
-                proto.write("! " + json.dumps({"index": i, "detail": detail, "tb": tb}) + "\n")
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
+    for i in range(start, end):
+        proto.write(f"> {i}\n")
+        proto.flush()
+        workdir = Path(root) / str(i)
+        workdir.mkdir()
+        try:
+            proto.write(f"< {check(input_of(target, seed, i), workdir)}\n")
+        except Exception as e:
+            proto.write("< violation\n")
+            detail = f"{type(e).__name__}: {e}"[:4000]
+            tb = traceback.format_exc(limit=-6)[-4000:]
+            proto.write("! " + json.dumps({"index": i, "detail": detail, "tb": tb}) + "\n")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     proto.write("=\n")
     proto.flush()
 
@@ -182,8 +181,20 @@ def _drive(
 def _child(result: Result, seed: int, lo: int, hi: int, timeout: float, memory_mb: int) -> int:
     """Runs one child on `lo..hi`; returns the index to go on from."""
     argv = [sys.executable, str(TOOL), "--worker", result.target, *map(str, (seed, lo, hi))]
-    argv.append(str(memory_mb))
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    root = tempfile.mkdtemp(prefix="bytepair-fuzz-", dir=shm)
+    argv += [str(memory_mb), root]
     env = {**os.environ, "PYTHONHASHSEED": "0"}  # sets of special tokens iterate alike
+    try:
+        return _watch(result, seed, lo, hi, timeout, argv, env)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _watch(
+    result: Result, seed: int, lo: int, hi: int, timeout: float, argv: list[str], env: dict
+) -> int:
+    """Starts the child, follows its lines, records a crash or a hang."""
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=stderr, env=env, start_new_session=True
