@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 
+use rayon::prelude::*;
+
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
 use crate::{hot_slot, pack_word, FastMap, PACKED_MAX};
 
@@ -39,6 +41,9 @@ pub enum CountError {
     /// A count would pass 2^64 - 1.
     #[error("a word count would pass 2^64 - 1 (18446744073709551615)")]
     Overflow,
+    /// No counting thread could start.
+    #[error("could not start a counting thread (out of memory or thread limit)")]
+    Threads,
     /// A worker thread panicked: a bug, reported rather than hidden.
     #[error("internal error in a counting thread: {0}")]
     Internal(String),
@@ -264,28 +269,22 @@ impl WordCounts {
             }
             add_all(&mut long, table.long)?;
         }
-        let per = PARTS.div_ceil(n_threads);
-        let short = std::thread::scope(|scope| {
-            let handles: Vec<_> = parts
-                .chunks_mut(per)
-                .map(|group| {
-                    scope.spawn(move || {
-                        let fold = |maps: &mut Vec<FastMap<u128, u64>>| {
-                            let mut acc = maps.pop().unwrap_or_default();
-                            for m in maps.drain(..) {
-                                add_all(&mut acc, m)?;
-                            }
-                            Ok(acc)
-                        };
-                        group.iter_mut().map(fold).collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            let joined = handles.into_iter().map(|h| h.join());
-            joined
-                .flat_map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect::<Result<Vec<_>, _>>()
-        })?;
+        let fold = |maps: &mut Vec<FastMap<u128, u64>>| {
+            let mut acc = maps.pop().unwrap_or_default();
+            for m in maps.drain(..) {
+                add_all(&mut acc, m)?;
+            }
+            Ok(acc)
+        };
+        // A pool that cannot start (no memory for the threads' stacks) leaves the work to this
+        // thread rather than aborting.
+        let short = match rayon::ThreadPoolBuilder::new()
+            .num_threads(n_threads)
+            .build()
+        {
+            Ok(pool) => pool.install(|| parts.par_iter_mut().map(fold).collect()),
+            Err(_) => parts.iter_mut().map(fold).collect::<Result<Vec<_>, _>>(),
+        }?;
         Ok(WordCounts { short, long })
     }
 }
@@ -547,9 +546,16 @@ pub fn count_file(
     let (tx, rx) = mpsc::sync_channel::<String>(n_workers);
     let rx = Mutex::new(rx);
     std::thread::scope(|scope| {
+        // Workers that cannot start (no memory for a stack) are done without; none is an error.
         let workers: Vec<_> = (0..n_workers)
-            .map(|_| scope.spawn(|| count_chunks(&rx, config, &failed)))
+            .map_while(|_| {
+                let work = || count_chunks(&rx, config, &failed);
+                std::thread::Builder::new().spawn_scoped(scope, work).ok()
+            })
             .collect();
+        if workers.is_empty() {
+            return Err(CountError::Threads);
+        }
         let read = read_chunks(
             &mut reader,
             (config, chunk_size, start),
@@ -736,20 +742,23 @@ fn count_chunks(
 pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts, CountError> {
     let n = crate::worker_count(config.num_threads).min(texts.len().max(1));
     let per = texts.len().div_ceil(n).max(1);
+    let count_part = |part: &[String]| {
+        let mut counter = Counter::default();
+        for t in part {
+            counter.add_document(t, config, &AtomicBool::new(false))?;
+        }
+        Ok::<_, CountError>(counter.finish()?)
+    };
     std::thread::scope(|scope| {
-        let workers: Vec<_> = texts
-            .chunks(per)
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut counter = Counter::default();
-                    for t in part {
-                        counter.add_document(t, config, &AtomicBool::new(false))?;
-                    }
-                    Ok::<_, CountError>(counter.finish()?)
-                })
-            })
-            .collect();
+        // A part whose thread cannot start is counted on this one instead.
         let mut tables = Vec::new();
+        let mut workers = Vec::new();
+        for part in texts.chunks(per) {
+            match std::thread::Builder::new().spawn_scoped(scope, move || count_part(part)) {
+                Ok(handle) => workers.push(handle),
+                Err(_) => tables.push(count_part(part)?),
+            }
+        }
         for w in workers {
             tables.push(w.join().unwrap_or_else(|panic| Err(internal(panic)))?);
         }

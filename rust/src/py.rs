@@ -37,7 +37,7 @@ fn count_err(e: CountError) -> PyErr {
             PyMemoryError::new_err(e.to_string())
         }
         CountError::Overflow => PyOverflowError::new_err(e.to_string()),
-        CountError::Internal(_) => PyRuntimeError::new_err(e.to_string()),
+        CountError::Internal(_) | CountError::Threads => PyRuntimeError::new_err(e.to_string()),
     }
 }
 

@@ -6,6 +6,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+#: The most threads an operation takes, unless the machine has more CPUs.
+MAX_THREADS = 256
+
 
 def check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
     """A list of distinct, non-empty special-token strings."""
@@ -16,17 +19,54 @@ def check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
             f"special_tokens must be a list of strings, got the single string {special_tokens!r}; "
             f"write [{special_tokens!r}]"
         )
-    tokens = list(special_tokens)
+    try:
+        tokens = list(special_tokens)
+    except TypeError:
+        raise TypeError(
+            f"special_tokens must be a list of strings, got {type(special_tokens).__name__}"
+        ) from None
     seen: set[str] = set()
     for token in tokens:
         if not isinstance(token, str):
             raise TypeError(f"special tokens must be strings, got {token!r}")
         if not token:
             raise ValueError("special tokens must not be empty; remove the empty string")
+        if not _is_utf8(token):
+            raise ValueError(
+                f"special token {token!r} holds a lone surrogate, which UTF-8 cannot encode; "
+                f"join surrogate pairs into their characters"
+            )
         if token in seen:
             raise ValueError(f"special token {token!r} is given twice; list each token once")
         seen.add(token)
     return tokens
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_merges(merges: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Merges as (bytes, bytes) pairs. Only bytes-like items are taken: `bytes(n)` of an int
+    would silently make n zero bytes (or try to allocate terabytes)."""
+    if isinstance(merges, (str, bytes)) or not isinstance(merges, Iterable):
+        raise TypeError(f"merges must be a list of (bytes, bytes) pairs, got {merges!r:.100}")
+    out = []
+    for k, pair in enumerate(merges):
+        if not (
+            isinstance(pair, (tuple, list))
+            and len(pair) == 2
+            and all(isinstance(t, (bytes, bytearray, memoryview)) for t in pair)
+        ):
+            raise TypeError(
+                f"merge {k} must be a pair of bytes like (b'a', b'b'), got {pair!r:.100}"
+            )
+        out.append((bytes(pair[0]), bytes(pair[1])))
+    return out
 
 
 def check_num_threads(num_threads: int | None) -> int:
@@ -36,8 +76,16 @@ def check_num_threads(num_threads: int | None) -> int:
             return max(1, len(os.sched_getaffinity(0)))
         except AttributeError:
             return os.cpu_count() or 1
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+    # Each worker holds a few MB of tables and a stack: 10**5 of them exhausted memory (and
+    # 2**64 - 1 overflowed a channel's capacity), far past any use.
+    limit = max(MAX_THREADS, os.cpu_count() or 1)
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+    if not 1 <= num_threads <= limit:
+        raise ValueError(
+            f"num_threads must be between 1 and {limit} (the larger of {MAX_THREADS} and the "
+            f"CPU count), got {num_threads}"
+        )
     return num_threads
 
 

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Literal
 
 from . import _core
-from ._checks import check_num_threads, check_special_tokens
+from ._checks import check_merges, check_num_threads, check_special_tokens
 from ._checks import check_text as _check_text
 from .patterns import resolve_pattern
 
@@ -48,7 +48,7 @@ class Tokenizer:
     ):
         specials = check_special_tokens(special_tokens)
         self._vocab = _check_vocab(vocab)
-        self._merges = [(bytes(a), bytes(b)) for a, b in merges]
+        self._merges = check_merges(merges)
         # Where a special token's bytes have several ids (a one-byte special, say), the last
         # one is the special: training puts special tokens after every other token.
         id_of = {b: i for i, b in sorted(self._vocab.items())}
@@ -151,6 +151,8 @@ class Tokenizer:
                     f"{name} must be 'all' or a set of strings, got the string "
                     f"{value!r}; write {{{value!r}}}"
                 )
+            if not isinstance(value, (str, Iterable)):
+                raise TypeError(f"{name} must be 'all' or a set of strings, got {value!r}")
         allowed = known if allowed_special == "all" else set(allowed_special)
         unknown = allowed - known
         if unknown:
@@ -274,9 +276,12 @@ class Tokenizer:
             return fits
         import numpy as np
 
-        wanted = np.dtype(dtype)
+        try:
+            wanted = np.dtype(dtype)
+        except TypeError:
+            wanted = None
         if wanted not in (np.uint16, np.uint32):
-            raise ValueError(f"dtype must be uint16 or uint32, got {wanted}")
+            raise ValueError(f"dtype must be uint16 or uint32, got {dtype!r}")
         if wanted == np.uint16 and not fits:
             raise ValueError(f"dtype uint16 cannot hold ids up to {self.n_vocab - 1}; use uint32")
         return bool(wanted == np.uint16)

@@ -87,10 +87,11 @@ def decode_token(text: str, where: str) -> bytes:
 
 
 def read_text(path: str | os.PathLike) -> str:
-    """A UTF-8 text file's content; invalid UTF-8 is an error naming the file, line and byte."""
+    """A UTF-8 text file's content (a leading byte-order mark, as some editors write, is
+    dropped); invalid UTF-8 is an error naming the file, line and byte."""
     data = Path(path).read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise ValueError(
@@ -98,14 +99,40 @@ def read_text(path: str | os.PathLike) -> str:
         ) from None
 
 
+#: Token ids must fit the core's u32 with room to spare (as `Tokenizer` checks).
+_MAX_ID = (1 << 31) - 1
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object hook that refuses a repeated key (json would keep the last silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+
+
+def _read_json(path: str | os.PathLike) -> object:
+    """A JSON file's value; malformed JSON is an error naming the file and line."""
+    try:
+        return json.loads(read_text(path), object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from None
+    except _DuplicateKey as e:
+        raise ValueError(f"{path}: key {e.args[0]!r} is given twice; keep one") from None
+    except (ValueError, RecursionError) as e:  # a number past int's digit limit; deep nesting
+        raise ValueError(f"{path}: not valid JSON here ({e})") from None
+
+
 def read_gpt2(
     vocab_path: str | os.PathLike, merges_path: str | os.PathLike, special_tokens: list[str]
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Reads GPT-2-format files; special tokens in `vocab.json` are stored as their raw text."""
-    try:
-        raw = json.loads(read_text(vocab_path))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{vocab_path}: line {e.lineno}: not valid JSON ({e.msg})") from None
+    raw = _read_json(vocab_path)
     if not isinstance(raw, dict):
         raise ValueError(f"{vocab_path}: expected a JSON object of token -> id")
     specials = set(special_tokens)
@@ -113,6 +140,8 @@ def read_gpt2(
     for text, token_id in raw.items():
         if isinstance(token_id, bool) or not isinstance(token_id, int):
             raise ValueError(f"{vocab_path}: token {text!r} has id {token_id!r}, not an integer")
+        if not 0 <= token_id <= _MAX_ID:
+            raise ValueError(f"{vocab_path}: token {text!r} has id {token_id}, not in 0..2**31-1")
         if token_id in vocab:
             raise ValueError(f"{vocab_path}: id {token_id} is given to two tokens")
         if text in specials:
@@ -120,6 +149,7 @@ def read_gpt2(
         else:
             vocab[token_id] = decode_token(text, f"{vocab_path}: token {text!r}")
     merges: list[tuple[bytes, bytes]] = []
+    merge_lines: list[int] = []
     for lineno, line in enumerate(read_text(merges_path).split("\n"), 1):
         line = line.rstrip("\r")
         if (lineno == 1 and line.startswith("#version")) or not line.strip():
@@ -132,7 +162,35 @@ def read_gpt2(
             )
         where = f"{merges_path}: line {lineno}"
         merges.append((decode_token(parts[0], where), decode_token(parts[1], where)))
+        merge_lines.append(lineno)
+    _check_gpt2_tokens(vocab, merges, merge_lines, vocab_path, merges_path)
     return vocab, merges
+
+
+def _check_gpt2_tokens(
+    vocab: dict[int, bytes],
+    merges: list[tuple[bytes, bytes]],
+    merge_lines: list[int],
+    vocab_path: str | os.PathLike,
+    merges_path: str | os.PathLike,
+) -> None:
+    """Every byte has a token and every merge joins known tokens into a known one: checked here
+    so that the error names the file and line (the core would only say which token)."""
+    known = set(vocab.values())
+    for b in range(256):
+        if bytes([b]) not in known:
+            raise ValueError(
+                f"{vocab_path}: no token for byte {b:#04x} (written {bytes_to_unicode()[b]!r}); "
+                f"a byte-level vocab.json must hold all 256 single bytes"
+            )
+    for (left, right), lineno in zip(merges, merge_lines, strict=True):
+        for token in (left, right, left + right):
+            if token not in known:
+                raise ValueError(
+                    f"{merges_path}: line {lineno}: merge {encode_token(left)} "
+                    f"{encode_token(right)}: {encode_token(token)!r} is not in the vocabulary "
+                    f"({vocab_path})"
+                )
 
 
 def _write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
@@ -224,7 +282,7 @@ class _Lines:
 
     def count(self, name: str) -> int:
         value = self.section(name)[1]
-        if not value.isdigit():
+        if not _is_number(value):
             raise self.error(f"expected '{name} <count>'")
         return int(value)
 
@@ -241,9 +299,23 @@ class _Lines:
             raise self.error(f"{text!r} is not base64") from None
 
     def integer(self, text: str) -> int:
-        if not text.isdigit():
-            raise self.error(f"{text!r} is not a token id")
+        if not _is_number(text) or int(text) > _MAX_ID:
+            raise self.error(f"{text!r} is not a token id (an integer in 0..2**31-1)")
         return int(text)
+
+    def json_str(self, text: str, what: str) -> str:
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, digit limit, deep nesting
+            raise self.error(f"bad JSON string ({getattr(e, 'msg', e)})") from None
+        if not isinstance(value, str):
+            raise self.error(f"the {what} must be a JSON string, got {text[:100]!r}")
+        return value
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits only (`str.isdigit` also takes '²', which `int` refuses), at most 18."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def load(path: str | os.PathLike) -> Tokenizer:
@@ -270,25 +342,31 @@ def load(path: str | os.PathLike) -> Tokenizer:
         unicode = lines.section("unicode")[1]
         if not re.fullmatch(r"\d+\.\d+\.\d+", unicode):
             raise lines.error(f"expected 'unicode <version>' like 16.0.0, got {unicode!r}")
-    try:
-        pattern = json.loads(lines.section("pattern")[1])
-        specials = {}
-        for _ in range(lines.count("specials")):
-            i, text = lines.pair()
-            specials[json.loads(text)] = lines.integer(i)
-    except json.JSONDecodeError as e:
-        raise lines.error(f"bad JSON string ({e.msg})") from None
-    vocab = {}
+    pattern = lines.json_str(lines.section("pattern")[1], "pattern")
+    specials: dict[str, int] = {}
+    for _ in range(lines.count("specials")):
+        i, text = lines.pair()
+        token = lines.json_str(text, "special token")
+        if token in specials:
+            raise lines.error(f"special token {token!r} is listed twice")
+        specials[token] = lines.integer(i)
+    vocab: dict[int, bytes] = {}
     for _ in range(lines.count("vocab")):
         i, b = lines.pair()
-        vocab[lines.integer(i)] = lines.b64(b)
+        token_id = lines.integer(i)
+        if token_id in vocab:
+            raise lines.error(f"token id {token_id} is listed twice")
+        vocab[token_id] = lines.b64(b)
     merges = []
     for _ in range(lines.count("merges")):
         a, b = lines.pair()
         merges.append((lines.b64(a), lines.b64(b)))
     if lines.next() != MODEL_END:
         raise lines.error(f"expected {MODEL_END!r} (the file is damaged or has extra lines)")
-    tok = Tokenizer(vocab, merges, list(specials), pattern=pattern)
+    try:
+        tok = Tokenizer(vocab, merges, list(specials), pattern=pattern)
+    except (TypeError, ValueError) as e:  # the parts parse but do not make a tokenizer
+        raise ValueError(f"{path}: {e}") from None
     if tok.special_tokens != specials:
         raise ValueError(f"{path}: the special tokens' ids do not match the vocabulary")
     tok.unicode_version = unicode or _v1_unicode(pattern)

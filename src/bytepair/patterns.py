@@ -21,4 +21,10 @@ def resolve_pattern(pattern: str) -> str:
             f"pattern must be a preset name ({', '.join(PRESETS)}) or a non-empty regex, "
             f"got {pattern!r}"
         )
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"pattern {pattern!r} holds a lone surrogate, which UTF-8 cannot encode"
+        ) from None
     return PRESETS.get(pattern, pattern)

@@ -18,6 +18,10 @@ from .encoding import Tokenizer
 from .patterns import resolve_pattern
 from .pretokenize import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files, count_texts
 
+#: Ids must be below 2**31 (`Tokenizer`'s limit); a larger size also made the core reserve
+#: memory for that many merges up front (2**40 aborted the process).
+MAX_VOCAB_SIZE = (1 << 31) - 1
+
 
 @dataclass
 class TrainReport:
@@ -60,6 +64,11 @@ def _num_merges(vocab_size: int, special_tokens: list[str]) -> int:
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise TypeError(f"vocab_size must be an integer, got {vocab_size!r}")
     minimum = 256 + len(special_tokens)
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size {vocab_size} is too large: token ids are below 2**31, so the maximum "
+            f"is {MAX_VOCAB_SIZE:,}"
+        )
     if vocab_size < minimum:
         raise ValueError(
             f"vocab_size {vocab_size} is too small: it counts the 256 byte tokens and the "
