@@ -59,7 +59,12 @@ _ENV_PROBE = """
 import importlib.metadata as md, os, time
 import bytepair._core as core
 built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(core.__file__)))
-peers = ", ".join(f"{p} {md.version(p)}" for p in ("tiktoken", "tokenizers", "rustbpe"))
+def version(p):
+    try:
+        return md.version(p)
+    except md.PackageNotFoundError:
+        return "not installed"
+peers = ", ".join(f"{p} {version(p)}" for p in ("tiktoken", "tokenizers", "rustbpe", "gigatoken"))
 print(f"bytepair from {os.path.dirname(core.__file__)}, _core built {built} | {peers}")
 """
 

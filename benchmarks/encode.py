@@ -1,4 +1,4 @@
-"""Encoding benchmark: bytepair vs tiktoken and HF tokenizers with the GPT-2 vocabulary.
+"""Encoding benchmark: bytepair vs tiktoken, gigatoken and HF tokenizers with the GPT-2 vocabulary.
 
 One process, one run after another, each tool warmed once on ~1 MB first. Checks that
 bytepair's ids equal tiktoken's on every document (exit code 1 if not). A separate child
@@ -124,7 +124,32 @@ def verify(name, encode_batch, enc, chunks, threads) -> str:
     return f"{name} ids == tiktoken on every doc: yes, all {n_docs:,} docs"
 
 
-def throughput(enc, hf, tok, docs, hf_docs, warm, threads: int, hf_note: str) -> list[dict]:
+def gigatoken_tokenizer(enc):
+    """gigatoken's GPT-2 from a `.tiktoken` file written from tiktoken's ranks (None if gigatoken
+    is not installed)."""
+    try:
+        import gigatoken
+    except ImportError:
+        print("gigatoken not installed (pip install -e .[bench]) -- its rows skipped", flush=True)
+        return None
+    import base64
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(), "gpt2.tiktoken")
+    with open(path, "w") as f:
+        for token, rank in sorted(enc._mergeable_ranks.items(), key=lambda x: x[1]):
+            f.write(f"{base64.b64encode(token).decode()} {rank}\n")
+    return gigatoken.Tokenizer.from_tiktoken(path, pretokenizer="gpt2")
+
+
+def _gt_batch(gt, parallel: bool):
+    """gigatoken's encode_batch (awkward arrays out) as lists of ids, for the id check."""
+    import awkward as ak
+
+    return lambda c: ak.to_list(gt.encode_batch(c, parallel=parallel))
+
+
+def throughput(enc, hf, tok, gt, docs, hf_docs, warm, threads: int, hf_note: str) -> list[dict]:
     """Run-after-run MB/s of every single-call and batch API over the same documents."""
 
     def per_doc(fn):
@@ -157,6 +182,21 @@ def throughput(enc, hf, tok, docs, hf_docs, warm, threads: int, hf_note: str) ->
             ("bytepair", "encode_ordinary", 1, bp_1, docs, ""),
             ("bytepair", "encode_batch", 1, bp_batch_1, docs, batch_note),
             ("bytepair", "encode_batch", T, bp_batch_n, docs, batch_note),
+        ]
+        for n in (1, T):
+            bp_np = batched(lambda c, n=n: [tok.encode_batch_to_numpy(c, num_threads=n)[0]])
+            runs.append(("bytepair", "encode_batch_to_numpy", n, bp_np, docs, batch_note))
+        bp_np_1 = per_doc(lambda d: tok.encode_to_numpy(d, allowed_special=set()))
+        runs.append(("bytepair", "encode_to_numpy", 1, bp_np_1, docs, "numpy per doc"))
+    if gt:
+        import awkward as ak
+
+        gt_n = {n: batched(lambda c, p=n > 1: [ak.flatten(gt.encode_batch(c, parallel=p))])
+                for n in (1, T)}
+        runs += [
+            ("gigatoken", "encode", 1, per_doc(gt.encode), docs, "numpy per doc"),
+            ("gigatoken", "encode_batch", 1, gt_n[1], docs, batch_note + ", awkward/numpy out"),
+            ("gigatoken", "encode_batch", T, gt_n[T], docs, batch_note + ", awkward/numpy out"),
         ]
     runs += [
         ("HF tokenizers", "encode_batch", T, hf_batch(True), hf_docs, hf_note),
@@ -305,6 +345,7 @@ def main(argv=None) -> int:
         return 0
     print(common.describe_env(), flush=True)
     enc, hf, tok = load_tokenizers(args.threads)
+    gt = gigatoken_tokenizer(enc)
     docs, n_bytes = load_docs(args.corpus, int(args.mb * MB))
     hf_docs, hf_bytes = load_docs(args.corpus, int(args.hf_mb * MB))
     warm = load_docs(args.corpus, 1_000_000)[0]
@@ -314,8 +355,11 @@ def main(argv=None) -> int:
         flush=True,
     )
     hf_note = f"first {args.hf_mb:g} MB only (HF is slow)"
-    rows = throughput(enc, hf, tok, docs, hf_docs, warm, args.threads, hf_note)
+    rows = throughput(enc, hf, tok, gt, docs, hf_docs, warm, args.threads, hf_note)
     checks = id_checks(enc, hf, tok, rows, docs, hf_docs, args.threads)
+    if gt:
+        chunks = chunks_by_bytes(docs, BATCH_BYTES)
+        checks.append(verify("gigatoken", _gt_batch(gt, True), enc, chunks, args.threads))
     if tok:
         more_rows, more_checks = numpy_rows(enc, tok, docs, warm)
         rows, checks = rows + more_rows, checks + more_checks
