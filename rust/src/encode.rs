@@ -119,8 +119,9 @@ pub struct Cache {
     ids: Vec<TokenId>,
     /// Pretokens of 16 to `LONG_WORD` bytes → (start, len) in `ids`.
     long: FastMap<Box<[u8]>, (u32, u32)>,
-    /// Scratch tokens of the merge loop, reused.
+    /// Scratch tokens and pair ranks of the merge loop, reused.
     scratch: Vec<TokenId>,
+    ranks: Vec<(u32, TokenId)>,
 }
 
 /// A slot: a packed word and its ids (`len` 0: empty; `len` > `INLINE`: `ids[0]` is the start
@@ -146,6 +147,7 @@ impl Default for Cache {
             ids: Vec::new(),
             long: FastMap::default(),
             scratch: Vec::new(),
+            ranks: Vec::new(),
         }
     }
 }
@@ -539,7 +541,7 @@ impl Encoder {
         tokens.clear();
         tokens.extend(word.iter().map(|&b| self.byte_ids[b as usize]));
         if word.len() <= SHORT {
-            self.merge_short(&mut tokens);
+            self.merge_short(&mut tokens, &mut cache.ranks);
             out.extend_from_slice(&tokens);
         } else {
             out.extend(self.merge_long(&tokens));
@@ -552,30 +554,50 @@ impl Encoder {
         }
     }
 
-    /// The plain loop: find the lowest-rank pair, merge all its occurrences, repeat.
-    fn merge_short(&self, tokens: &mut Vec<TokenId>) {
+    /// The plain loop: find the lowest-rank pair, merge all its occurrences (left to right),
+    /// repeat. `rank[i]` holds the (rank, merged id) of the pair at `i` and is looked up again
+    /// only next to a merge; a merge removes one token in place (the loop used to look up every
+    /// pair twice per round and rebuild the word: it was most of the time of a cache miss).
+    fn merge_short(&self, tokens: &mut Vec<TokenId>, rank: &mut Vec<(u32, TokenId)>) {
+        const NONE: (u32, TokenId) = (u32::MAX, 0);
+        let pair_at = |t: &[TokenId], i: usize| match t.get(i + 1) {
+            Some(&next) => self.pair_rank(t[i], next),
+            None => NONE,
+        };
+        rank.clear();
+        rank.extend((0..tokens.len()).map(|i| pair_at(tokens, i)));
         loop {
-            let best = tokens
-                .windows(2)
-                .filter_map(|p| self.ranks.get(&(p[0], p[1])))
-                .min_by_key(|(rank, _)| *rank);
-            let Some(&(rank, new)) = best else { return };
-            let mut j = 0;
-            let mut i = 0;
-            while i < tokens.len() {
-                if i + 1 < tokens.len()
-                    && self.ranks.get(&(tokens[i], tokens[i + 1])).map(|r| r.0) == Some(rank)
-                {
-                    tokens[j] = new;
-                    i += 2;
-                } else {
-                    tokens[j] = tokens[i];
-                    i += 1;
+            // the lowest rank, and its first position
+            let Some((mut p, best)) = rank
+                .iter()
+                .enumerate()
+                .min_by_key(|&(i, r)| (r.0, i))
+                .map(|(i, r)| (i, r.0))
+                .filter(|&(_, r)| r != u32::MAX)
+            else {
+                return;
+            };
+            loop {
+                // a rank names one pair: every entry equal to `best` is an occurrence of it
+                tokens[p] = rank[p].1;
+                tokens.remove(p + 1);
+                rank.remove(p + 1);
+                if p > 0 {
+                    rank[p - 1] = pair_at(tokens, p - 1);
                 }
-                j += 1;
+                rank[p] = pair_at(tokens, p);
+                match (p + 1..rank.len()).find(|&i| rank[i].0 == best) {
+                    Some(next) => p = next,
+                    None => break,
+                }
             }
-            tokens.truncate(j);
         }
+    }
+
+    /// (merge rank, merged id) of a pair, or (u32::MAX, 0) if it never merges.
+    #[inline(always)]
+    fn pair_rank(&self, a: TokenId, b: TokenId) -> (u32, TokenId) {
+        self.ranks.get(&(a, b)).copied().unwrap_or((u32::MAX, 0))
     }
 
     /// The same result in O(n log n): a heap of (rank, position) over a linked list. All entries
@@ -674,8 +696,49 @@ mod tests {
         for n in [2, 3, 5, 63, 64, 65, 200, 1001] {
             let word: Vec<TokenId> = vec![b'a' as TokenId; n];
             let mut short = word.clone();
-            enc.merge_short(&mut short);
+            enc.merge_short(&mut short, &mut Vec::new());
             assert_eq!(enc.merge_long(&word), short, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn short_loop_equals_heap_on_random_words() {
+        // merges over a 3-letter alphabet, overlapping on purpose
+        let merges: Vec<(&[u8], &[u8])> = vec![
+            (b"a", b"b"),
+            (b"b", b"a"),
+            (b"a", b"a"),
+            (b"ab", b"ab"),
+            (b"c", b"ab"),
+            (b"b", b"b"),
+            (b"aa", b"a"),
+            (b"ba", b"c"),
+            (b"abab", b"c"),
+            (b"cab", b"ba"),
+        ];
+        let mut vocab: Vec<(TokenId, Vec<u8>)> =
+            (0..=255u8).map(|b| (b as TokenId, vec![b])).collect();
+        let mut pairs = Vec::new();
+        for (a, b) in &merges {
+            let joined = [*a, *b].concat();
+            if !vocab.iter().any(|(_, v)| *v == joined) {
+                vocab.push((vocab.len() as TokenId, joined));
+            }
+            pairs.push((a.to_vec(), b.to_vec()));
+        }
+        let enc = Encoder::new(vocab, pairs, vec![], GPT2_PATTERN).unwrap();
+        let mut seed = 12345u64;
+        for _ in 0..3000 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let n = 2 + (seed >> 58) as usize; // 2..=65
+            let word: Vec<TokenId> = (0..n.min(SHORT))
+                .map(|k| b"abc"[((seed >> (k % 29 * 2)) % 3) as usize] as TokenId)
+                .collect();
+            let mut short = word.clone();
+            enc.merge_short(&mut short, &mut Vec::new());
+            assert_eq!(short, enc.merge_long(&word), "{word:?}");
         }
     }
 
