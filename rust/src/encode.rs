@@ -5,8 +5,8 @@
 //! lowest merge rank, as GPT-2's `bpe()` does. Short pretokens use the plain O(n²) loop; long ones
 //! a heap over a linked list, O(n log n), so a 1 MB pretoken of one letter takes milliseconds.
 //! Performance notes: a bounded cache maps a pretoken's bytes to its ids (80-90% of pretokens hit
-//! it on real text). Single calls share one cache behind a mutex (`try_lock`, so a busy cache
-//! never blocks); `encode_batch` gives each worker its own.
+//! it on real text). Calls take warm caches from a small pool and give them back, one per
+//! thread they run on; `encode_batch` gives each worker its own.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
