@@ -377,18 +377,22 @@ impl Encoder {
             .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
         let set = self.resolve(set);
         let mut caches = self.take_caches(1);
-        let mut result = Ok(());
         let mut pos = 0;
-        while pos < text.len() && result.is_ok() {
+        let result = loop {
             let end = self.next_stop(text, pos, set);
-            result = self.encode_into(&text[pos..end], set, &mut caches[0], &mut out);
-            pos = end;
-            if pos < text.len() && result.is_ok() && !check() {
-                result = Err(EncodeError::Interrupted);
+            if let Err(e) = self.encode_into(&text[pos..end], set, &mut caches[0], &mut out) {
+                break Err(e);
             }
-        }
+            pos = end;
+            if pos == text.len() {
+                break Ok(out);
+            }
+            if !check() {
+                break Err(EncodeError::Interrupted);
+            }
+        };
         self.give_back(caches);
-        result.map(|()| out)
+        result
     }
 
     /// Where a piece of `text` that starts at the safe cut `pos` may end: the last safe cut
@@ -491,11 +495,13 @@ impl Encoder {
             self.encode_into(text, set, &mut cache, &mut out)?;
             Ok(out)
         };
-        let mut result: Result<Vec<Vec<TokenId>>, EncodeError> = Ok(Vec::new());
+        let mut all = Vec::with_capacity(texts.len());
         let mut rest = texts;
-        while let (false, Ok(all)) = (rest.is_empty(), &mut result) {
-            let mut n = 0;
-            let mut size = 0;
+        let result = loop {
+            if rest.is_empty() {
+                break Ok(all);
+            }
+            let (mut n, mut size) = (0, 0);
             while n < rest.len() && size < 8 * CHECK_EVERY {
                 size += rest[n].as_ref().len();
                 n += 1;
@@ -506,12 +512,12 @@ impl Encoder {
                 pool.install(|| group.par_iter().map(encode_one).collect());
             match done {
                 Ok(ids) => all.extend(ids),
-                Err(e) => result = Err(e),
+                Err(e) => break Err(e),
             }
-            if result.is_ok() && !rest.is_empty() && !check() {
-                result = Err(EncodeError::Interrupted);
+            if !rest.is_empty() && !check() {
+                break Err(EncodeError::Interrupted);
             }
-        }
+        };
         self.give_back(
             caches
                 .into_iter()

@@ -283,6 +283,7 @@ impl Pretokenizer {
         y == SPACE || (y != x && !(b[q] == b'\'' && b[p].is_ascii_alphabetic()))
     }
 }
+
 /// Finds special tokens in text: the leftmost occurrence, the longest where several start there.
 pub struct Specials {
     matcher: Option<AhoCorasick>,

@@ -462,6 +462,19 @@ impl PyEncoder {
     }
 }
 
+/// Runs `work` with the GIL released, giving it a check that turns false once Ctrl-C was
+/// pressed (looked at most every `PROGRESS_EVERY`); the KeyboardInterrupt is then raised.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(&mut dyn FnMut() -> bool) -> Result<T, EncodeError> + Send,
+) -> PyResult<T> {
+    let mut watch = Progress::new(None);
+    let result = py
+        .detach(|| work(&mut || watch.report(0)))
+        .map_err(encode_err);
+    watch.finish(py, result)
+}
+
 /// Ids as a numpy array: uint16 when `small` (an error if one does not fit), else uint32.
 fn numpy_ids(py: Python<'_>, ids: Vec<TokenId>, small: bool) -> PyResult<Bound<'_, PyAny>> {
     if !small {
@@ -485,15 +498,9 @@ impl PyEncoder {
         num_threads: usize,
     ) -> PyResult<Vec<Vec<TokenId>>> {
         let set = self.set(allowed_special)?;
-        let mut watch = Progress::new(None);
-        let result = py
-            .detach(|| {
-                let mut check = || watch.report(0);
-                self.inner
-                    .encode_batch(texts, &set, num_threads, &mut check)
-            })
-            .map_err(encode_err);
-        watch.finish(py, result)
+        interruptible(py, |check| {
+            self.inner.encode_batch(texts, &set, num_threads, check)
+        })
     }
 
     /// `ids` as a Python list of ints, from the cached ints.
@@ -530,14 +537,7 @@ impl PyEncoder {
         text: &str,
         set: &Option<SpecialSet>,
     ) -> PyResult<Vec<TokenId>> {
-        let mut watch = Progress::new(None);
-        let result = py
-            .detach(|| {
-                self.inner
-                    .encode_checked(text, set, &mut || watch.report(0))
-            })
-            .map_err(encode_err);
-        watch.finish(py, result)
+        interruptible(py, |check| self.inner.encode_checked(text, set, check))
     }
 
     fn set(&self, allowed: Option<Vec<String>>) -> PyResult<Option<SpecialSet>> {

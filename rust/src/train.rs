@@ -378,8 +378,8 @@ pub fn train(
     let mut vocab: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
     let entries = index.counts.iter().map(|(&p, &n)| (n, p)).collect();
     let mut heap = PairHeap::from_vec(entries, &vocab);
-    // No more merges than distinct pairs now plus one new token per merge can ever exist; do
-    // not trust `num_merges` (a huge one would be a huge allocation).
+    // Only a capacity hint, bounded by the pairs there are now: `num_merges` is not trusted (a
+    // huge one would be a huge allocation); the vector grows past the hint if it must.
     let mut merges = Vec::with_capacity(num_merges.min(heap.data.len() + 1024));
     let mut net: FastMap<Pair, i128> = FastMap::default();
     // One set of buffers per thread, reused by every merge (allocation was 10% of merge time).

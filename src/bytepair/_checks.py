@@ -31,7 +31,7 @@ def check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
             raise TypeError(f"special tokens must be strings, got {token!r}")
         if not token:
             raise ValueError("special tokens must not be empty; remove the empty string")
-        if not _is_utf8(token):
+        if not is_utf8(token):
             raise ValueError(
                 f"special token {token!r} holds a lone surrogate, which UTF-8 cannot encode; "
                 f"join surrogate pairs into their characters"
@@ -42,7 +42,12 @@ def check_special_tokens(special_tokens: Iterable[str] | None) -> list[str]:
     return tokens
 
 
-def _is_utf8(text: str) -> bool:
+#: The largest token id: ids fit the core's u32 with room to spare.
+MAX_TOKEN_ID = (1 << 31) - 1
+
+
+def is_utf8(text: str) -> bool:
+    """Whether UTF-8 can encode `text` (it cannot encode lone surrogates)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -113,8 +118,6 @@ def check_text(text: str) -> str:
         raise TypeError(f"text must be str, got {type(text).__name__} (decode bytes first)")
     if text.isascii():  # O(1) for CPython strings
         return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+    if is_utf8(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

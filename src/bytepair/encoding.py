@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Literal
 
 from . import _core
-from ._checks import check_merges, check_num_threads, check_special_tokens
+from ._checks import MAX_TOKEN_ID, check_merges, check_num_threads, check_special_tokens
 from ._checks import check_text as _check_text
 from .patterns import resolve_pattern
 
@@ -399,7 +399,7 @@ def _check_vocab(vocab: dict[int, bytes]) -> dict[int, bytes]:
         raise TypeError(f"vocab must be a dict of id -> bytes, got {type(vocab).__name__}")
     out = {}
     for i, b in vocab.items():
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < 1 << 31:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i <= MAX_TOKEN_ID:
             raise ValueError(f"vocab id {i!r} is not an integer in 0..2**31-1")
         if not isinstance(b, (bytes, bytearray)):
             raise TypeError(f"vocab[{i}] must be bytes, got {type(b).__name__}")

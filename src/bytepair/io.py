@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import _core
+from ._checks import MAX_TOKEN_ID
 from .patterns import GPT2_PATTERN
 
 if TYPE_CHECKING:
@@ -99,10 +100,6 @@ def read_text(path: str | os.PathLike) -> str:
         ) from None
 
 
-#: Token ids must fit the core's u32 with room to spare (as `Tokenizer` checks).
-_MAX_ID = (1 << 31) - 1
-
-
 class _DuplicateKey(Exception):
     pass
 
@@ -140,7 +137,7 @@ def read_gpt2(
     for text, token_id in raw.items():
         if isinstance(token_id, bool) or not isinstance(token_id, int):
             raise ValueError(f"{vocab_path}: token {text!r} has id {token_id!r}, not an integer")
-        if not 0 <= token_id <= _MAX_ID:
+        if not 0 <= token_id <= MAX_TOKEN_ID:
             raise ValueError(f"{vocab_path}: token {text!r} has id {token_id}, not in 0..2**31-1")
         if token_id in vocab:
             raise ValueError(f"{vocab_path}: id {token_id} is given to two tokens")
@@ -299,7 +296,7 @@ class _Lines:
             raise self.error(f"{text!r} is not base64") from None
 
     def integer(self, text: str) -> int:
-        if not _is_number(text) or int(text) > _MAX_ID:
+        if not _is_number(text) or int(text) > MAX_TOKEN_ID:
             raise self.error(f"{text!r} is not a token id (an integer in 0..2**31-1)")
         return int(text)
 

@@ -4,6 +4,7 @@ any other regex runs on fancy-regex (Rust). The pattern string is defined once, 
 """
 
 from . import _core
+from ._checks import is_utf8
 
 GPT2_PATTERN: str = _core.GPT2_PATTERN
 
@@ -21,10 +22,6 @@ def resolve_pattern(pattern: str) -> str:
             f"pattern must be a preset name ({', '.join(PRESETS)}) or a non-empty regex, "
             f"got {pattern!r}"
         )
-    try:
-        pattern.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"pattern {pattern!r} holds a lone surrogate, which UTF-8 cannot encode"
-        ) from None
+    if not is_utf8(pattern):
+        raise ValueError(f"pattern {pattern!r} holds a lone surrogate, which UTF-8 cannot encode")
     return PRESETS.get(pattern, pattern)

@@ -13,14 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import _core
-from ._checks import check_input_files, check_num_threads, check_special_tokens
+from ._checks import MAX_TOKEN_ID, check_input_files, check_num_threads, check_special_tokens
 from .encoding import Tokenizer
 from .patterns import resolve_pattern
 from .pretokenize import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files, count_texts
 
 #: Ids must be below 2**31 (`Tokenizer`'s limit); a larger size also made the core reserve
 #: memory for that many merges up front (2**40 aborted the process).
-MAX_VOCAB_SIZE = (1 << 31) - 1
+MAX_VOCAB_SIZE = MAX_TOKEN_ID
 
 
 @dataclass
