@@ -1,22 +1,23 @@
 //! The encoder (SPEC §2): special tokens, then the shared pretokenizer, then BPE of each pretoken
-//! by merge rank; and decoding ids back to bytes. Every table is built once, in `Encoder::new`.
+//! by merge rank (`merge`); and decoding ids back to bytes. Every table is built once, in
+//! `Encoder::new`.
 //!
-//! BPE of a pretoken repeatedly merges all occurrences (left to right) of the adjacent pair of
-//! lowest merge rank, as GPT-2's `bpe()` does. Short pretokens use the plain O(n²) loop; long ones
-//! a heap over a linked list, O(n log n), so a 1 MB pretoken of one letter takes milliseconds.
-//! Performance notes: a bounded cache maps a pretoken's bytes to its ids (80-90% of pretokens hit
-//! it on real text). Calls take warm caches from a small pool and give them back, one per
-//! thread they run on; `encode_batch` gives each worker its own.
+//! Performance notes: a cache maps a pretoken's bytes to its ids (`cache`; ~90% of pretokens of
+//! 2+ bytes hit it on real text). Calls take warm caches from a small pool and give them back,
+//! one per thread they run on; `encode_batch` gives each worker its own.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+mod cache;
+mod merge;
+
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
-use crate::train::{Pair, TokenId};
+use crate::train::TokenId;
 use crate::FastMap;
+use cache::{Cache, LONG_WORD};
+use merge::{PairTable, SHORT};
 
 /// Errors of the encoder.
 #[derive(Debug, thiserror::Error)]
@@ -68,16 +69,10 @@ pub enum EncodeError {
 /// Long calls check for interruption (Ctrl-C) after about this many bytes of text.
 pub const CHECK_EVERY: usize = 1 << 20;
 
-/// Pretokens longer than this (in bytes) use the heap algorithm.
-const SHORT: usize = 64;
-/// Caches kept between calls, at most (each up to ~15 MB).
+/// Pretokens split ahead of their cache lookups (see `encode_into`).
+const AHEAD: usize = 16;
+/// Caches kept between calls, at most (each up to ~70 MB).
 const MAX_SPARE_CACHES: usize = 8;
-/// Pretokens longer than 15 bytes are cached by bytes up to this length.
-const LONG_WORD: usize = 256;
-/// The cache of long pretokens takes no more entries past this many.
-const LONG_ENTRIES: usize = 1 << 15;
-/// The pretoken cache takes no more entries past this many (~15 MB).
-const CACHE_ENTRIES: usize = 1 << 18;
 
 /// An immutable byte-level BPE encoder.
 pub struct Encoder {
@@ -88,7 +83,7 @@ pub struct Encoder {
     all_specials: SpecialSet,
     byte_ids: [TokenId; 256],
     /// (left, right) → (rank, merged id).
-    ranks: FastMap<Pair, (u32, TokenId)>,
+    pairs: PairTable,
     /// Bytes of each id (None where an id is unused).
     decoder: Vec<Option<Box<[u8]>>>,
     /// Warm caches kept between calls (`encode_iterable` and batched callers make many): a call
@@ -100,143 +95,6 @@ pub struct Encoder {
 pub struct SpecialSet {
     matcher: Specials,
     ids: Vec<TokenId>,
-}
-
-/// A cache of pretoken bytes → ids, for pretokens of up to 15 bytes (nearly all), keyed by the
-/// packed word (`crate::pack_word`): no pointer chase and no byte comparison per lookup.
-/// One open-addressed table of 32-byte slots (two per cache line) with up to 3 ids inline (more
-/// go to `ids`), at most half full: a lookup is one multiply and, nearly always, one cache line.
-/// (It replaced a direct-mapped array in front of a hash map, whose misses cost 2-3 lines.)
-/// Once full the table takes no new entries rather than evicting: frequent pretokens show up
-/// early, so the first ones seen are worth keeping and the hit rate stays steady (clearing it
-/// when full made encoding 2.4x slower on the small corpus).
-pub struct Cache {
-    slots: Vec<Slot>,
-    /// log2 of `slots.len()`.
-    bits: u32,
-    used: usize,
-    /// Ids of entries with more than `INLINE` ids, and of long pretokens.
-    ids: Vec<TokenId>,
-    /// Pretokens of 16 to `LONG_WORD` bytes → (start, len) in `ids`.
-    long: FastMap<Box<[u8]>, (u32, u32)>,
-    /// Scratch tokens and pair ranks of the merge loop, reused.
-    scratch: Vec<TokenId>,
-    ranks: Vec<(u32, TokenId)>,
-}
-
-/// A slot: a packed word and its ids (`len` 0: empty; `len` > `INLINE`: `ids[0]` is the start
-/// of the ids in `Cache::ids`).
-#[derive(Clone, Copy, Default)]
-#[repr(C, align(32))]
-struct Slot {
-    key: u128,
-    len: u32,
-    ids: [TokenId; INLINE],
-}
-
-const INLINE: usize = 3;
-/// Slots of a new cache (128 KB).
-const FIRST_BITS: u32 = 12;
-
-impl Default for Cache {
-    fn default() -> Self {
-        Cache {
-            slots: vec![Slot::default(); 1 << FIRST_BITS],
-            bits: FIRST_BITS,
-            used: 0,
-            ids: Vec::new(),
-            long: FastMap::default(),
-            scratch: Vec::new(),
-            ranks: Vec::new(),
-        }
-    }
-}
-
-impl Cache {
-    /// Appends the cached ids of `key` to `out`; false if it is not cached.
-    #[inline(always)]
-    fn get(&self, key: u128, out: &mut Vec<TokenId>) -> bool {
-        let mask = self.slots.len() - 1;
-        let mut i = crate::hot_slot(key, self.bits);
-        loop {
-            let slot = &self.slots[i];
-            if slot.len == 0 {
-                return false;
-            }
-            if slot.key == key {
-                let n = slot.len as usize;
-                if n <= INLINE {
-                    out.extend_from_slice(&slot.ids[..n]);
-                } else {
-                    let at = slot.ids[0] as usize;
-                    out.extend_from_slice(&self.ids[at..at + n]);
-                }
-                return true;
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    /// Remembers the ids of `key`, while the table has room (at most `CACHE_ENTRIES`).
-    fn insert(&mut self, key: u128, ids: &[TokenId]) {
-        if self.used >= CACHE_ENTRIES || ids.is_empty() {
-            return;
-        }
-        if 2 * (self.used + 1) > self.slots.len() {
-            self.grow();
-        }
-        let mut slot = Slot {
-            key,
-            len: ids.len() as u32,
-            ids: [0; INLINE],
-        };
-        match slot.ids.get_mut(..ids.len()) {
-            Some(inline) => inline.copy_from_slice(ids),
-            None => {
-                slot.ids[0] = self.ids.len() as u32;
-                self.ids.extend_from_slice(ids);
-            }
-        }
-        self.place(slot);
-        self.used += 1;
-    }
-
-    /// Puts `slot` in the first free place of its probe sequence.
-    fn place(&mut self, slot: Slot) {
-        let mask = self.slots.len() - 1;
-        let mut i = crate::hot_slot(slot.key, self.bits);
-        while self.slots[i].len != 0 {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = slot;
-    }
-
-    /// Doubles the table.
-    fn grow(&mut self) {
-        self.bits += 1;
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); 1 << self.bits]);
-        for slot in old.into_iter().filter(|s| s.len != 0) {
-            self.place(slot);
-        }
-    }
-
-    /// Appends the cached ids of a long pretoken to `out`; false if it is not cached.
-    fn get_long(&self, word: &[u8], out: &mut Vec<TokenId>) -> bool {
-        let Some(&(s, l)) = self.long.get(word) else {
-            return false;
-        };
-        out.extend_from_slice(&self.ids[s as usize..(s + l) as usize]);
-        true
-    }
-
-    /// Remembers the ids of a long pretoken while that map is not full.
-    fn insert_long(&mut self, word: &[u8], ids: &[TokenId]) {
-        if self.long.len() < LONG_ENTRIES {
-            self.long
-                .insert(word.into(), (self.ids.len() as u32, ids.len() as u32));
-            self.ids.extend_from_slice(ids);
-        }
-    }
 }
 
 impl Encoder {
@@ -294,7 +152,7 @@ impl Encoder {
         for b in 0..=255u8 {
             byte_ids[b as usize] = *id_of.get(&vec![b]).ok_or(EncodeError::MissingByte(b))?;
         }
-        let mut ranks = FastMap::default();
+        let mut pairs = Vec::with_capacity(merges.len());
         for (rank, (left, right)) in merges.into_iter().enumerate() {
             let joined = [left.as_slice(), right.as_slice()].concat();
             let find = |bytes: &Vec<u8>| {
@@ -308,9 +166,7 @@ impl Encoder {
                         missing: bytes.clone(),
                     })
             };
-            let pair = (find(&left)?, find(&right)?);
-            let new = find(&joined)?;
-            ranks.entry(pair).or_insert((rank as u32, new));
+            pairs.push(((find(&left)?, find(&right)?), find(&joined)?));
         }
         let texts: Vec<&str> = specials.iter().map(|(t, _)| t.as_str()).collect();
         let all_specials = SpecialSet {
@@ -322,7 +178,7 @@ impl Encoder {
             special_list: specials,
             all_specials,
             byte_ids,
-            ranks,
+            pairs: PairTable::new(pairs.into_iter()),
             decoder,
             spare_caches: Mutex::new(Vec::new()),
         })
@@ -370,13 +226,24 @@ impl Encoder {
         set: &Option<SpecialSet>,
         check: &mut dyn FnMut() -> bool,
     ) -> Result<Vec<TokenId>, EncodeError> {
+        self.encode_limited(text, set, check, cache::ENTRIES)
+    }
+
+    /// `encode_checked` with a cache that takes at most `limit` entries.
+    fn encode_limited(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+        check: &mut dyn FnMut() -> bool,
+        limit: usize,
+    ) -> Result<Vec<TokenId>, EncodeError> {
         let mut out = Vec::new();
         // Fail cleanly (MemoryError) rather than abort when memory is short: the output is
         // the largest allocation, and is asked for first.
         out.try_reserve(text.len() / 3 + 16)
             .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
         let set = self.resolve(set);
-        let mut caches = self.take_caches(1);
+        let mut caches = self.take_caches(1, limit);
         let mut pos = 0;
         let result = loop {
             let end = self.next_stop(text, pos, set);
@@ -414,13 +281,16 @@ impl Encoder {
         }
     }
 
-    /// `n` caches, warm ones first.
-    fn take_caches(&self, n: usize) -> Vec<Cache> {
+    /// `n` caches, warm ones first, that take at most `limit` entries.
+    fn take_caches(&self, n: usize, limit: usize) -> Vec<Cache> {
         let mut spare = self.spare_caches.lock().unwrap_or_else(|p| p.into_inner());
         let keep = spare.len().saturating_sub(n);
         let mut caches = spare.split_off(keep);
         drop(spare);
         caches.resize_with(n, Cache::default);
+        for cache in &mut caches {
+            cache.limit = limit;
+        }
         caches
     }
 
@@ -443,9 +313,30 @@ impl Encoder {
         set.matcher.for_each_piece(text, |piece| match piece {
             Piece::Special(i) => out.push(set.ids[i]),
             Piece::Text(t) if result.is_ok() => {
-                result = self
-                    .pretok
-                    .for_each(t, |word| self.encode_word(word.as_bytes(), cache, out));
+                // Two phases per `AHEAD` pretokens: split and ask for their cache slots, then
+                // look them up. The table outgrows the CPU caches on large inputs, and a lookup
+                // that waits for memory costs ~100 ns; asked for early, the slots are there.
+                let mut words: [(&[u8], u128); AHEAD] = [(&[], 0); AHEAD];
+                let mut n = 0;
+                result = self.pretok.for_each(t, |word| {
+                    let word = word.as_bytes();
+                    let mut key = 0;
+                    if (2..=crate::PACKED_MAX).contains(&word.len()) {
+                        key = crate::pack_word(word);
+                        cache.prefetch(key);
+                    }
+                    words[n] = (word, key);
+                    n += 1;
+                    if n == AHEAD {
+                        for &(word, key) in &words {
+                            self.encode_word(word, key, cache, out);
+                        }
+                        n = 0;
+                    }
+                });
+                for &(word, key) in &words[..n] {
+                    self.encode_word(word, key, cache, out);
+                }
             }
             Piece::Text(_) => {}
         });
@@ -460,7 +351,11 @@ impl Encoder {
         set: &Option<SpecialSet>,
     ) -> Result<(Vec<TokenId>, usize), EncodeError> {
         match self.resolve(set).matcher.safe_cut(text, &self.pretok) {
-            Some(p) => Ok((self.encode(&text[..p], set)?, p)),
+            // streaming promises memory that does not grow with the input: a smaller cache
+            Some(p) => Ok((
+                self.encode_limited(&text[..p], set, &mut || true, cache::STREAM_ENTRIES)?,
+                p,
+            )),
             None => Ok((Vec::new(), 0)),
         }
     }
@@ -480,7 +375,7 @@ impl Encoder {
             .map_err(|e| EncodeError::Threads(e.to_string()))?;
         let set = self.resolve(set);
         let caches: Vec<Mutex<Cache>> = self
-            .take_caches(pool.current_num_threads())
+            .take_caches(pool.current_num_threads(), cache::ENTRIES)
             .into_iter()
             .map(Mutex::new)
             .collect();
@@ -527,136 +422,37 @@ impl Encoder {
         result
     }
 
-    /// BPE of one pretoken, appended to `out`. Pretokens of up to 15 bytes are cached by their
-    /// packed key, longer ones (non-ASCII words, whitespace runs: ~9% of the bytes) by their
-    /// bytes, up to `LONG_WORD` bytes.
-    #[inline]
-    fn encode_word(&self, word: &[u8], cache: &mut Cache, out: &mut Vec<TokenId>) {
-        if word.len() == 1 {
-            out.push(self.byte_ids[word[0] as usize]);
-            return;
-        }
-        let key = (word.len() <= crate::PACKED_MAX).then(|| crate::pack_word(word));
-        match key {
-            Some(key) if cache.get(key, out) => return,
-            None if word.len() <= LONG_WORD && cache.get_long(word, out) => return,
+    /// BPE of one pretoken, appended to `out`. Pretokens of 2 to 15 bytes are cached by their
+    /// packed `key` (`crate::pack_word`), longer ones (non-ASCII words, whitespace runs: ~9% of
+    /// the bytes) by their bytes, up to `LONG_WORD` bytes.
+    #[inline(always)]
+    fn encode_word(&self, word: &[u8], key: u128, cache: &mut Cache, out: &mut Vec<TokenId>) {
+        let short = word.len() <= crate::PACKED_MAX;
+        match word.len() {
+            0 => return,
+            1 => return out.push(self.byte_ids[word[0] as usize]),
+            _ if short && cache.get(key, out) => return,
+            n if !short && n <= LONG_WORD && cache.get_long(word, out) => return,
             _ => {}
         }
         let start = out.len();
-        let mut tokens = std::mem::take(&mut cache.scratch);
-        tokens.clear();
-        tokens.extend(word.iter().map(|&b| self.byte_ids[b as usize]));
+        self.merge_word(word, out);
+        if short {
+            cache.insert(key, &out[start..]);
+        } else if word.len() <= LONG_WORD {
+            cache.insert_long(word, &out[start..]);
+        }
+    }
+
+    /// BPE of `word` (2+ bytes), appended to `out`, without the cache.
+    #[inline(never)]
+    fn merge_word(&self, word: &[u8], out: &mut Vec<TokenId>) {
         if word.len() <= SHORT {
-            self.merge_short(&mut tokens, &mut cache.ranks);
-            out.extend_from_slice(&tokens);
+            merge::merge_short(&self.pairs, &self.byte_ids, word, out);
         } else {
-            out.extend(self.merge_long(&tokens));
+            let tokens: Vec<TokenId> = word.iter().map(|&b| self.byte_ids[b as usize]).collect();
+            merge::merge_long(&self.pairs, &tokens, out);
         }
-        cache.scratch = tokens;
-        match key {
-            Some(key) => cache.insert(key, &out[start..]),
-            None if word.len() <= LONG_WORD => cache.insert_long(word, &out[start..]),
-            None => {}
-        }
-    }
-
-    /// The plain loop: find the lowest-rank pair, merge all its occurrences (left to right),
-    /// repeat. `rank[i]` holds the (rank, merged id) of the pair at `i` and is looked up again
-    /// only next to a merge; a merge removes one token in place (the loop used to look up every
-    /// pair twice per round and rebuild the word: it was most of the time of a cache miss).
-    fn merge_short(&self, tokens: &mut Vec<TokenId>, rank: &mut Vec<(u32, TokenId)>) {
-        const NONE: (u32, TokenId) = (u32::MAX, 0);
-        let pair_at = |t: &[TokenId], i: usize| match t.get(i + 1) {
-            Some(&next) => self.pair_rank(t[i], next),
-            None => NONE,
-        };
-        rank.clear();
-        rank.extend((0..tokens.len()).map(|i| pair_at(tokens, i)));
-        loop {
-            // the lowest rank, and its first position
-            let Some((mut p, best)) = rank
-                .iter()
-                .enumerate()
-                .min_by_key(|&(i, r)| (r.0, i))
-                .map(|(i, r)| (i, r.0))
-                .filter(|&(_, r)| r != u32::MAX)
-            else {
-                return;
-            };
-            loop {
-                // a rank names one pair: every entry equal to `best` is an occurrence of it
-                tokens[p] = rank[p].1;
-                tokens.remove(p + 1);
-                rank.remove(p + 1);
-                if p > 0 {
-                    rank[p - 1] = pair_at(tokens, p - 1);
-                }
-                rank[p] = pair_at(tokens, p);
-                match (p + 1..rank.len()).find(|&i| rank[i].0 == best) {
-                    Some(next) => p = next,
-                    None => break,
-                }
-            }
-        }
-    }
-
-    /// (merge rank, merged id) of a pair, or (u32::MAX, 0) if it never merges.
-    #[inline(always)]
-    fn pair_rank(&self, a: TokenId, b: TokenId) -> (u32, TokenId) {
-        self.ranks.get(&(a, b)).copied().unwrap_or((u32::MAX, 0))
-    }
-
-    /// The same result in O(n log n): a heap of (rank, position) over a linked list. All entries
-    /// of one rank are merged before pairs they create are queued, as in the plain loop.
-    fn merge_long(&self, tokens: &[TokenId]) -> Vec<TokenId> {
-        let n = tokens.len();
-        let mut tok = tokens.to_vec();
-        let mut next: Vec<usize> = (1..=n).collect();
-        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-        let mut alive = vec![true; n];
-        let mut heap = BinaryHeap::new();
-        let rank_at = |tok: &[TokenId], next: &[usize], i: usize| -> Option<u32> {
-            let j = next[i];
-            (j < n)
-                .then(|| self.ranks.get(&(tok[i], tok[j])).map(|r| r.0))
-                .flatten()
-        };
-        for i in 0..n {
-            if let Some(r) = rank_at(&tok, &next, i) {
-                heap.push(Reverse((r, i, tok[i], tok[next[i]])));
-            }
-        }
-        let mut pending = Vec::new();
-        while let Some(Reverse((rank, _, _, _))) = heap.peek().copied() {
-            while let Some(&Reverse((r, i, a, b))) = heap.peek() {
-                if r != rank {
-                    break;
-                }
-                heap.pop();
-                let j = next[i];
-                if !alive[i] || j >= n || tok[i] != a || tok[j] != b {
-                    continue; // stale
-                }
-                tok[i] = self.ranks[&(a, b)].1;
-                alive[j] = false;
-                next[i] = next[j];
-                if next[i] < n {
-                    prev[next[i]] = i;
-                }
-                pending.push(i);
-                if prev[i] < n {
-                    pending.push(prev[i]);
-                }
-            }
-            for i in pending.drain(..) {
-                if alive[i] {
-                    if let Some(r) = rank_at(&tok, &next, i) {
-                        heap.push(Reverse((r, i, tok[i], tok[next[i]])));
-                    }
-                }
-            }
-        }
-        (0..n).filter(|&i| alive[i]).map(|i| tok[i]).collect()
     }
 
     /// One more than the largest id.
@@ -684,6 +480,19 @@ mod tests {
     use super::*;
     use crate::pretokenize::GPT2_PATTERN;
 
+    /// BPE of `word` by the short loop or the heap.
+    fn merged(enc: &Encoder, word: &[u8], short: bool) -> Vec<TokenId> {
+        let mut out = vec![];
+        match short && word.len() <= SHORT {
+            true => merge::merge_short(&enc.pairs, &enc.byte_ids, word, &mut out),
+            false => {
+                let tokens: Vec<TokenId> = word.iter().map(|&b| enc.byte_ids[b as usize]).collect();
+                merge::merge_long(&enc.pairs, &tokens, &mut out)
+            }
+        }
+        out
+    }
+
     fn toy() -> Encoder {
         let mut vocab: Vec<(TokenId, Vec<u8>)> =
             (0..=255u8).map(|b| (b as TokenId, vec![b])).collect();
@@ -700,10 +509,12 @@ mod tests {
     fn long_and_short_words_agree() {
         let enc = toy();
         for n in [2, 3, 5, 63, 64, 65, 200, 1001] {
-            let word: Vec<TokenId> = vec![b'a' as TokenId; n];
-            let mut short = word.clone();
-            enc.merge_short(&mut short, &mut Vec::new());
-            assert_eq!(enc.merge_long(&word), short, "n = {n}");
+            let word = vec![b'a'; n];
+            assert_eq!(
+                merged(&enc, &word, true),
+                merged(&enc, &word, false),
+                "n = {n}"
+            );
         }
     }
 
@@ -739,33 +550,15 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let n = 2 + (seed >> 58) as usize; // 2..=65
-            let word: Vec<TokenId> = (0..n.min(SHORT))
-                .map(|k| b"abc"[((seed >> (k % 29 * 2)) % 3) as usize] as TokenId)
+            let word: Vec<u8> = (0..n.min(SHORT))
+                .map(|k| b"abc"[((seed >> (k % 29 * 2)) % 3) as usize])
                 .collect();
-            let mut short = word.clone();
-            enc.merge_short(&mut short, &mut Vec::new());
-            assert_eq!(short, enc.merge_long(&word), "{word:?}");
-        }
-    }
-
-    #[test]
-    fn cache_keeps_what_it_was_given_through_growth() {
-        let mut cache = Cache::default();
-        let ids_of = |k: u32| (0..k % 6 + 1).map(|j| k * 7 + j).collect::<Vec<_>>();
-        let n: u32 = 3 << FIRST_BITS; // several doublings
-        for k in 0..n {
-            cache.insert(crate::pack_word(&k.to_le_bytes()), &ids_of(k));
-        }
-        for k in 0..n {
-            let mut out = vec![9];
-            assert!(
-                cache.get(crate::pack_word(&k.to_le_bytes()), &mut out),
-                "{k}"
+            assert_eq!(
+                merged(&enc, &word, true),
+                merged(&enc, &word, false),
+                "{word:?}"
             );
-            assert_eq!(out[1..], ids_of(k), "{k}");
         }
-        assert!(!cache.get(crate::pack_word(b"absent"), &mut Vec::new()));
-        assert!(2 * cache.used <= cache.slots.len());
     }
 
     #[test]

@@ -14,6 +14,8 @@ use aho_corasick::{AhoCorasick, MatchKind};
 
 use crate::tables::{BLOCKS, BLOCK_INDEX, BLOCK_SHIFT};
 
+mod ascii;
+
 /// The GPT-2 pretokenization pattern; a pattern equal to it runs on the hand-written scanner.
 pub const GPT2_PATTERN: &str =
     r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
@@ -225,6 +227,9 @@ impl Pretokenizer {
                 let b = text.as_bytes();
                 let mut i = 0;
                 while i < b.len() {
+                    if ascii::scan_block(b, &mut i, |s, e| f(&text[s..e])) {
+                        continue;
+                    }
                     let end = gpt2_token_end(b, i);
                     f(&text[i..end]);
                     i = end;
