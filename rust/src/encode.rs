@@ -178,7 +178,7 @@ impl Encoder {
             special_list: specials,
             all_specials,
             byte_ids,
-            pairs: PairTable::new(pairs.into_iter()),
+            pairs: PairTable::new(pairs.into_iter(), &byte_ids),
             decoder,
             spare_caches: Mutex::new(Vec::new()),
         })

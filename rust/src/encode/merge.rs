@@ -23,6 +23,9 @@ const NO_MERGE: Merge = u64::MAX;
 pub struct PairTable {
     slots: Vec<(u64, Merge)>,
     bits: u32,
+    /// The merges of pairs of single bytes, by `left << 8 | right`: a word's first round looks
+    /// up only those, and a 64 K array with the letters' rows hot beats a hash probe.
+    bytes: Vec<Merge>,
 }
 
 /// The key of an empty slot: ids are below 2^31 (`MAX_TOKEN_ID`), so no pair has it.
@@ -30,8 +33,11 @@ const EMPTY: u64 = u64::MAX;
 
 impl PairTable {
     /// The table of `merges` as ((left, right), merged id) in rank order; a pair listed twice
-    /// keeps its first (lowest) rank.
-    pub fn new(merges: impl ExactSizeIterator<Item = ((TokenId, TokenId), TokenId)>) -> Self {
+    /// keeps its first (lowest) rank. `byte_ids`: the id of each single byte.
+    pub fn new(
+        merges: impl ExactSizeIterator<Item = ((TokenId, TokenId), TokenId)>,
+        byte_ids: &[TokenId; 256],
+    ) -> Self {
         let bits = (2 * merges.len())
             .next_power_of_two()
             .trailing_zeros()
@@ -39,6 +45,7 @@ impl PairTable {
         let mut table = PairTable {
             slots: vec![(EMPTY, NO_MERGE); 1 << bits],
             bits,
+            bytes: Vec::new(),
         };
         for (rank, ((a, b), id)) in merges.enumerate() {
             let key = (a as u64) << 32 | b as u64;
@@ -50,7 +57,16 @@ impl PairTable {
                 table.slots[i] = (key, (rank as u64) << 32 | id as u64);
             }
         }
+        table.bytes = (0..1 << 16)
+            .map(|ab: usize| table.get(byte_ids[ab >> 8], byte_ids[ab & 0xff]))
+            .collect();
         table
+    }
+
+    /// The merge of the single bytes a and b.
+    #[inline(always)]
+    fn get_bytes(&self, a: u8, b: u8) -> Merge {
+        self.bytes[(a as usize) << 8 | b as usize]
     }
 
     #[inline(always)]
@@ -127,8 +143,7 @@ fn merge_n<const N: usize>(
         next[i] = (i + 1) as u8;
         prev[i] = i.wrapping_sub(1).min(N) as u8;
     }
-    let set = |order: &mut [u64; N], merged: &mut [TokenId; N], i: usize, a, b| {
-        let m = pairs.get(a, b);
+    let set = |order: &mut [u64; N], merged: &mut [TokenId; N], i: usize, m| {
         order[i] = match m {
             NO_MERGE => u64::MAX,
             _ => (rank_of(m) as u64) << 8 | i as u64,
@@ -136,7 +151,12 @@ fn merge_n<const N: usize>(
         merged[i] = id_of(m);
     };
     for i in 0..n - 1 {
-        set(&mut order, &mut merged, i, tok[i], tok[i + 1]);
+        set(
+            &mut order,
+            &mut merged,
+            i,
+            pairs.get_bytes(word[i], word[i + 1]),
+        );
     }
     loop {
         let first = order.iter().copied().min().unwrap_or(u64::MAX);
@@ -155,11 +175,16 @@ fn merge_n<const N: usize>(
             next[p] = after as u8;
             if after < n {
                 prev[after] = p as u8;
-                set(&mut order, &mut merged, p, tok[p], tok[after]);
+                set(&mut order, &mut merged, p, pairs.get(tok[p], tok[after]));
             }
             let before = prev[p] as usize;
             if before < N {
-                set(&mut order, &mut merged, before, tok[before], tok[p]);
+                set(
+                    &mut order,
+                    &mut merged,
+                    before,
+                    pairs.get(tok[before], tok[p]),
+                );
             }
             match order[p + 1..n].iter().position(|&o| o >> 8 == rank) {
                 Some(k) => p += 1 + k,
