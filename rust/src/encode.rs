@@ -71,8 +71,9 @@ pub const CHECK_EVERY: usize = 1 << 20;
 
 /// Pretokens split ahead of their cache lookups (see `encode_into`).
 const AHEAD: usize = 16;
-/// Caches kept between calls, at most (each up to ~70 MB).
+/// Caches kept between calls, at most, and their memory at most.
 const MAX_SPARE_CACHES: usize = 8;
+const SPARE_BYTES: usize = 160 << 20;
 
 /// An immutable byte-level BPE encoder.
 pub struct Encoder {
@@ -294,11 +295,17 @@ impl Encoder {
         caches
     }
 
-    /// Keeps caches for later calls (at most `MAX_SPARE_CACHES`).
+    /// Keeps caches for later calls: at most `MAX_SPARE_CACHES`, of `SPARE_BYTES` in all.
     fn give_back(&self, caches: Vec<Cache>) {
         let mut spare = self.spare_caches.lock().unwrap_or_else(|p| p.into_inner());
-        let room = MAX_SPARE_CACHES.saturating_sub(spare.len());
-        spare.extend(caches.into_iter().take(room));
+        let mut bytes: usize = spare.iter().map(Cache::bytes).sum();
+        for cache in caches {
+            bytes += cache.bytes();
+            if spare.len() == MAX_SPARE_CACHES || bytes > SPARE_BYTES {
+                break;
+            }
+            spare.push(cache);
+        }
     }
 
     /// Encodes `text` into `out` with a caller-owned cache.
@@ -375,7 +382,10 @@ impl Encoder {
             .map_err(|e| EncodeError::Threads(e.to_string()))?;
         let set = self.resolve(set);
         let caches: Vec<Mutex<Cache>> = self
-            .take_caches(pool.current_num_threads(), cache::ENTRIES)
+            .take_caches(
+                pool.current_num_threads(),
+                cache::entries_per_thread(pool.current_num_threads()),
+            )
             .into_iter()
             .map(Mutex::new)
             .collect();
