@@ -559,5 +559,46 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_bpe, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenizer_kind, m)?)?;
+    m.add_function(wrap_pyfunction!(safe_cuts, m)?)?;
     Ok(())
+}
+
+/// Where corpus encoding may cut `text` (which starts at a safe cut of a longer stream) into
+/// pieces of about `piece_bytes`: character offsets, increasing, each a cut `Specials::safe_cut`
+/// chooses (so the ids never depend on them); the last one is the last safe cut of `text`, and
+/// the text after it must wait for more input. Empty when `text` has no safe cut.
+#[pyfunction]
+#[pyo3(signature = (text, *, special_tokens, pattern, piece_bytes))]
+fn safe_cuts(
+    py: Python<'_>,
+    text: &str,
+    special_tokens: Vec<String>,
+    pattern: &str,
+    piece_bytes: usize,
+) -> PyResult<Vec<usize>> {
+    let specials = Specials::new(&special_tokens).map_err(pretokenize_err)?;
+    let pretok = Pretokenizer::new(pattern).map_err(pretokenize_err)?;
+    let piece_bytes = piece_bytes.max(1);
+    Ok(py.detach(|| {
+        let (mut cuts, mut pos, mut n_chars) = (Vec::new(), 0usize, 0usize);
+        loop {
+            // the last cut within a window of `piece_bytes`, or of twice that if it has none...
+            let mut window = piece_bytes;
+            let found = loop {
+                let mut end = pos.saturating_add(window).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                match specials.safe_cut(&text[pos..end], &pretok) {
+                    Some(p) => break Some(pos + p),
+                    None if end == text.len() => break None,
+                    None => window = window.saturating_mul(2),
+                }
+            };
+            let Some(cut) = found else { break cuts };
+            n_chars += text[pos..cut].chars().count();
+            cuts.push(n_chars);
+            pos = cut;
+        }
+    }))
 }
