@@ -1,0 +1,381 @@
+"""The inputs of corpus encoding: files, globs and folders of plain text, `.jsonl` (one record a
+line) and `.parquet` (one record a row), plain, `.gz` or `.zst`. Each input is read in blocks and
+turned into `Unit`s: texts cut only at safe points (`_core.safe_cuts`), with where each document
+ends and where to resume after them. Bytes are decoded as UTF-8 with no newline translation, as
+training reads them. Errors name the file and the line or byte offset. Nothing is encoded here.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import io
+import json
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Input bytes read at a time; pieces are about a sixteenth of it.
+DEFAULT_BLOCK_SIZE = 4 << 20
+#: A resume point holds the bytes after the last cut; past this size, no resume point is made.
+_MAX_CARRY = 1 << 20
+_COMPRESSION = {".gz": "gz", ".zst": "zst"}
+_RECORD_KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+_EXTRA = {"zst": ("zstandard", "zst"), "parquet": ("pyarrow", "parquet")}
+
+
+class InputError(ValueError):
+    """Bad input: the message names the file and the line or byte offset."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file: how to read it, and what identifies it for `--resume`."""
+
+    path: Path
+    kind: str  # "text", "jsonl" or "parquet"
+    compression: str | None
+    size: int
+    mtime_ns: int
+
+    def key(self) -> list:
+        return [str(self.path), self.kind, self.compression, self.size, self.mtime_ns]
+
+
+@dataclass
+class Unit:
+    """Encoded ids of a stretch of input, in order, and where documents end among them."""
+
+    ids: object  # numpy array of ids
+    doc_ends: object  # positions in `ids` where a record or a file ends (a document)
+    plain: bool  # plain text: special tokens also end documents
+    n_bytes: int  # input bytes (decompressed) these ids came from
+    disk_done: int  # bytes of the input's file read so far, for progress
+    state: dict | None  # where to resume after this unit, or None
+    n_replaced: int = 0
+    finished: dict | None = None  # the input's size and hash, on its last unit
+
+
+@dataclass
+class ReadOptions:
+    """How inputs are read: the tokenizer's cut rule, fields, errors, block size."""
+
+    special_tokens: list[str]
+    pattern: str
+    jsonl_field: str = "text"
+    column: str = "text"
+    errors: str = "replace"
+    block_size: int = DEFAULT_BLOCK_SIZE
+    piece_bytes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.errors not in ("replace", "strict"):
+            raise ValueError(f"errors must be 'replace' or 'strict', got {self.errors!r}")
+        if (
+            isinstance(self.block_size, bool)
+            or not isinstance(self.block_size, int)
+            or (self.block_size < 256)
+        ):
+            raise ValueError(f"block_size must be an integer >= 256, got {self.block_size!r}")
+        self.piece_bytes = max(self.block_size // 16, 256)
+
+
+def expand_inputs(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Source]:
+    """Files as given, glob patterns and folders (recursively, hidden files skipped), each sorted;
+    an error names a pattern that matches nothing or a path that is missing."""
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    paths: list[Path] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p, path))
+            if not found:
+                raise InputError(f"input folder {path} holds no files")
+            paths += found
+        elif not path.exists() and glob.has_magic(str(item)):
+            found = sorted(Path(p) for p in glob.glob(str(item), recursive=True))
+            if not found:
+                raise InputError(f"no file matches {str(item)!r}")
+            paths += [p for p in found if p.is_file()]
+        elif not path.exists():
+            raise FileNotFoundError(f"input file not found: {path}")
+        else:
+            paths.append(path)
+    if not paths:
+        raise InputError("no input files given")
+    return [_source(p) for p in paths]
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def _source(path: Path) -> Source:
+    suffixes = [s.lower() for s in path.suffixes]
+    compression = _COMPRESSION.get(suffixes[-1]) if suffixes else None
+    if compression:
+        suffixes = suffixes[:-1]
+    kind = _RECORD_KINDS.get(suffixes[-1], "text") if suffixes else "text"
+    if kind == "parquet" and compression:
+        raise InputError(f"{path}: a .parquet file compresses inside; do not compress it again")
+    try:
+        st = path.stat()
+        if not os.access(path, os.R_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as e:
+        raise OSError(e.errno, f"cannot read {path}: {e.strerror}") from None
+    return Source(path, kind, compression, st.st_size, st.st_mtime_ns)
+
+
+def require(extra: str):
+    """The optional module behind an extra, or an ImportError saying how to install it."""
+    module, name = _EXTRA[extra]
+    try:
+        return __import__(module)
+    except ImportError:
+        raise ImportError(
+            f"reading {'.zst' if extra == 'zst' else '.parquet'} files needs {module}: "
+            f"pip install 'bytepair[{name}]'"
+        ) from None
+
+
+class _Hashing(io.RawIOBase):
+    """A binary file that hashes (sha256) and counts every byte read from it."""
+
+    def __init__(self, f):
+        self.f, self.sha, self.n = f, hashlib.sha256(), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        n = self.f.readinto(b)
+        self.sha.update(memoryview(b)[:n])
+        self.n += n
+        return n
+
+    def finish(self) -> str:
+        """Reads whatever is left (a compressed stream may stop short) and returns the hash."""
+        while self.read(1 << 20):
+            pass
+        return self.sha.hexdigest()
+
+
+def read_source(
+    index: int, src: Source, opts: ReadOptions, encoder, state: dict | None
+) -> Iterator[Unit]:
+    """The encoded units of one input, from the resume point `state` (None: the start);
+    `encoder` has `block(data, last)` and `texts(texts)` (see `corpus._Encoder`)."""
+    reader = {"text": _text_units, "jsonl": _jsonl_units, "parquet": _parquet_units}[src.kind]
+    return reader(index, src, opts, encoder, state or {})
+
+
+class _Stream:
+    """The decompressed bytes of an input with their offset, errors named by file and offset."""
+
+    def __init__(self, src: Source, skip: int):
+        self.src, self.pos = src, 0
+        try:
+            self.raw = _Hashing(open(src.path, "rb"))
+        except OSError as e:
+            raise OSError(e.errno, f"cannot read {src.path}: {e.strerror}") from None
+        if src.compression == "gz":
+            self.f = gzip.GzipFile(fileobj=self.raw, mode="rb")
+        elif src.compression == "zst":
+            zstd = require("zst")
+            self.f = zstd.ZstdDecompressor().stream_reader(self.raw, read_across_frames=True)
+        else:
+            self.f = io.BufferedReader(self.raw, 1 << 20)
+        while self.pos < skip:  # resuming: re-read (and hash) what was done
+            if not self.read(min(skip - self.pos, 1 << 22)):
+                raise InputError(f"cannot resume: {src.path} is shorter than before")
+
+    def _call(self, method, *args):
+        try:
+            return getattr(self.f, method)(*args)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+            raise self._corrupt(e) from None
+        except OSError as e:
+            raise OSError(e.errno, f"cannot read {self.src.path}: {e.strerror or e}") from None
+        except Exception as e:
+            if type(e).__name__ == "ZstdError":
+                raise self._corrupt(e) from None
+            raise
+
+    def _corrupt(self, e: Exception) -> InputError:
+        what = {"gz": "gzip", "zst": "zstd"}[self.src.compression or "gz"]
+        return InputError(
+            f"{self.src.path}: corrupt {what} data after {self.pos:,} decompressed bytes ({e})"
+        )
+
+    def read(self, n: int) -> bytes:
+        data = self._call("read", n)
+        self.pos += len(data)
+        return data
+
+    def readlines(self, hint: int) -> list[bytes]:
+        lines = self._call("readlines", hint)
+        self.pos += sum(map(len, lines))
+        return lines
+
+    def close(self) -> dict:
+        """The input's size and sha256 (of the file as stored), after reading all of it."""
+        digest = self.raw.finish()
+        self.f.close()
+        return {"path": str(self.src.path), "size": self.raw.n, "sha256": digest}
+
+
+def decode(data: bytes, errors: str, where: str, offset: int) -> tuple[str, int]:
+    """`data` as text and the number of invalid sequences replaced; `strict` fails naming the
+    byte offset. Replacements are the U+FFFD made, less those written in the input."""
+    try:
+        return data.decode("utf-8"), 0
+    except UnicodeDecodeError as e:
+        if errors == "strict":
+            raise invalid_utf8(where, offset + e.start) from None
+    text = data.decode("utf-8", "replace")
+    return text, text.count("\ufffd") - data.count(b"\xef\xbf\xbd")
+
+
+def invalid_utf8(where: str, offset: int) -> InputError:
+    return InputError(
+        f"{where}: invalid UTF-8 at byte {offset:,} "
+        f"(use --errors replace / errors='replace' to replace it with U+FFFD)"
+    )
+
+
+def complete(data: bytes) -> int:
+    """Length of the longest prefix of `data` that does not end inside a UTF-8 sequence (the
+    held-back tail starts at a lead byte, where a decoder is always at a boundary)."""
+    for back in range(1, min(3, len(data)) + 1):
+        b = data[-back]
+        if b >= 0xC0:
+            need = 2 if b < 0xE0 else 3 if b < 0xF0 else 4 if b < 0xF8 else 1
+            return len(data) - back if back < need else len(data)
+        if b < 0x80:
+            return len(data)
+    return len(data)
+
+
+def _text_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
+    """Plain text: blocks encoded up to their last safe cut; the bytes after it go in front
+    of the next block. The file's end ends a document."""
+    stream = _Stream(src, state.get("pos", 0))
+    carry = bytes.fromhex(state.get("carry", ""))
+    wait_for = 0  # no cut in the carry yet: read until it has doubled
+    while True:
+        chunk = stream.read(opts.block_size)
+        last, data = not chunk, carry + chunk
+        if not last and len(data) < wait_for:
+            carry = data
+            yield Unit(encoder.empty_ids, encoder.empty_ends, True, len(chunk), stream.raw.n, None)
+            continue
+        start = stream.pos - len(data)
+        ids, offsets, used, n_replaced, data = encoder.block(data, last, str(src.path), start)
+        carry = data[used:]
+        wait_for = 0 if used else 2 * len(data)
+        if last:
+            finished = stream.close()
+            yield Unit(
+                ids, offsets[-1:], True, 0, src.size, {"input": index + 1}, n_replaced, finished
+            )
+            return
+        resume = None
+        if used and len(carry) <= _MAX_CARRY:
+            resume = {"input": index, "pos": stream.pos, "carry": carry.hex()}
+        yield Unit(ids, offsets[:0], True, len(chunk), stream.raw.n, resume, n_replaced)
+
+
+def _jsonl_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
+    """JSON lines: each record's field is a document (blank lines are skipped)."""
+    stream = _Stream(src, state.get("pos", 0))
+    line_no = state.get("line", 0)
+    while lines := stream.readlines(opts.block_size):
+        texts, n_bytes, n_replaced = [], 0, 0
+        offset = stream.pos - sum(map(len, lines))
+        for raw in lines:
+            line_no += 1
+            where = f"{src.path}:{line_no}"
+            line, replaced = decode(raw, opts.errors, where, offset)
+            offset += len(raw)
+            n_bytes += len(raw)
+            n_replaced += replaced
+            if line.strip():
+                texts.append(_field(line, opts.jsonl_field, where))
+        ids, offsets = encoder.texts(texts)
+        resume = {"input": index, "pos": stream.pos, "line": line_no}
+        yield Unit(ids, offsets[1:], False, n_bytes, stream.raw.n, resume, n_replaced)
+    finished = stream.close()
+    yield Unit(
+        encoder.empty_ids, encoder.empty_ends, False, 0, src.size, {"input": index + 1}, 0, finished
+    )
+
+
+def _field(line: str, name: str, where: str) -> str:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(record, dict) or name not in record:
+        fields = ", ".join(map(repr, list(record)[:10])) if isinstance(record, dict) else "none"
+        raise InputError(
+            f"{where}: the record has no field {name!r} (its fields: {fields}; "
+            f"choose one with --jsonl-field / jsonl_field=)"
+        )
+    value = record[name]
+    if not isinstance(value, str):
+        raise InputError(f"{where}: field {name!r} is {type(value).__name__}, not a string")
+    return value
+
+
+def _parquet_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
+    """Parquet: each row's column is a document; resumes by skipping rows."""
+    require("parquet")
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(src.path)
+    except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ...
+        raise InputError(f"{src.path}: not a readable Parquet file ({e})") from None
+    names = pf.schema_arrow.names
+    if opts.column not in names:
+        raise InputError(
+            f"{src.path}: no column {opts.column!r} (its columns: {', '.join(map(repr, names))}; "
+            f"choose one with --column / column=)"
+        )
+    n_rows, row = pf.metadata.num_rows, 0
+    skip = state.get("row", 0)
+    try:
+        for batch in pf.iter_batches(batch_size=1024, columns=[opts.column]):
+            values = batch.column(0).to_pylist()
+            first, row = row, row + len(values)
+            if row <= skip:
+                continue
+            texts = values[max(0, skip - first) :]
+            for k, value in enumerate(texts, start=max(first, skip)):
+                if not isinstance(value, str):
+                    raise InputError(
+                        f"{src.path}: row {k}: column {opts.column!r} is {value!r}, not a string"
+                    )
+            ids, offsets = encoder.texts(texts)
+            disk = src.size * row // max(n_rows, 1)
+            n_bytes = sum(map(len, texts))
+            yield Unit(ids, offsets[1:], False, n_bytes, disk, {"input": index, "row": row})
+    except OSError as e:
+        raise OSError(e.errno, f"cannot read {src.path}: {e}") from None
+    except Exception as e:
+        if type(e).__module__.startswith("pyarrow"):
+            raise InputError(f"{src.path}: corrupt Parquet data near row {row} ({e})") from None
+        raise
+    try:
+        digest = _Hashing(open(src.path, "rb")).finish()
+    except OSError as e:
+        raise OSError(e.errno, f"cannot read {src.path}: {e.strerror}") from None
+    finished = {"path": str(src.path), "size": src.size, "sha256": digest}
+    yield Unit(
+        encoder.empty_ids, encoder.empty_ends, False, 0, src.size, {"input": index + 1}, 0, finished
+    )
