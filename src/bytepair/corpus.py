@@ -33,6 +33,7 @@ from .corpus_inputs import (
     decode,
     expand_inputs,
     invalid_utf8,
+    os_error,
     read_source,
 )
 from .encoding import Tokenizer
@@ -228,8 +229,8 @@ class _Run:
             self.writer.append(ids, lengths)
             self.writer.flush()
         except OSError as e:
-            raise OSError(
-                e.errno,
+            raise os_error(
+                e,
                 f"cannot write {self.writer.partial}: {e.strerror or e}; the "
                 f"{self.n_tokens:,} tokens written before are kept: free space and rerun with "
                 f"--resume / resume=True",

@@ -127,8 +127,15 @@ def _source(path: Path) -> Source:
         if not os.access(path, os.R_OK):
             raise PermissionError(13, "Permission denied")
     except OSError as e:
-        raise OSError(e.errno, f"cannot read {path}: {e.strerror}") from None
+        raise os_error(e, f"cannot read {path}: {e.strerror}") from None
     return Source(path, kind, compression, st.st_size, st.st_mtime_ns)
+
+
+def os_error(e: OSError, message: str) -> OSError:
+    """An OSError that prints as `message` alone (one clear line) but keeps the errno."""
+    err = OSError(message)
+    err.errno = e.errno
+    return err
 
 
 def require(extra: str):
@@ -182,12 +189,13 @@ class _Stream:
         try:
             self.raw = _Hashing(open(src.path, "rb"))
         except OSError as e:
-            raise OSError(e.errno, f"cannot read {src.path}: {e.strerror}") from None
+            raise os_error(e, f"cannot read {src.path}: {e.strerror}") from None
         if src.compression == "gz":
             self.f = gzip.GzipFile(fileobj=self.raw, mode="rb")
         elif src.compression == "zst":
             zstd = require("zst")
-            self.f = zstd.ZstdDecompressor().stream_reader(self.raw, read_across_frames=True)
+            reader = zstd.ZstdDecompressor().stream_reader(self.raw, read_across_frames=True)
+            self.f = io.BufferedReader(reader, 1 << 20)
         else:
             self.f = io.BufferedReader(self.raw, 1 << 20)
         while self.pos < skip:  # resuming: re-read (and hash) what was done
@@ -200,7 +208,7 @@ class _Stream:
         except (EOFError, zlib.error, gzip.BadGzipFile) as e:
             raise self._corrupt(e) from None
         except OSError as e:
-            raise OSError(e.errno, f"cannot read {self.src.path}: {e.strerror or e}") from None
+            raise os_error(e, f"cannot read {self.src.path}: {e.strerror or e}") from None
         except Exception as e:
             if type(e).__name__ == "ZstdError":
                 raise self._corrupt(e) from None
@@ -366,7 +374,7 @@ def _parquet_units(index: int, src: Source, opts: ReadOptions, encoder, state: d
             n_bytes = sum(map(len, texts))
             yield Unit(ids, offsets[1:], False, n_bytes, disk, {"input": index, "row": row})
     except OSError as e:
-        raise OSError(e.errno, f"cannot read {src.path}: {e}") from None
+        raise os_error(e, f"cannot read {src.path}: {e.strerror or e}") from None
     except Exception as e:
         if type(e).__module__.startswith("pyarrow"):
             raise InputError(f"{src.path}: corrupt Parquet data near row {row} ({e})") from None
@@ -374,7 +382,7 @@ def _parquet_units(index: int, src: Source, opts: ReadOptions, encoder, state: d
     try:
         digest = _Hashing(open(src.path, "rb")).finish()
     except OSError as e:
-        raise OSError(e.errno, f"cannot read {src.path}: {e.strerror}") from None
+        raise os_error(e, f"cannot read {src.path}: {e.strerror}") from None
     finished = {"path": str(src.path), "size": src.size, "sha256": digest}
     yield Unit(
         encoder.empty_ids, encoder.empty_ends, False, 0, src.size, {"input": index + 1}, 0, finished
