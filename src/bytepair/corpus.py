@@ -12,9 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
 import sys
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from .corpus_inputs import (
     complete,
     decode,
     expand_inputs,
+    in_background,
     invalid_utf8,
     os_error,
     read_source,
@@ -201,20 +200,11 @@ class _Run:
         """Reads and encodes on one thread (the encoder on all), writes here, in order."""
         self.report.n_inputs = len(sources)
         bar = _Bar(show, sum(s.size for s in sources))
-        units: queue.Queue = queue.Queue(maxsize=2)
-        stop = threading.Event()
         encoder = _Encoder(self.tok, opts, self.num_threads, self.small)
-        producer = threading.Thread(
-            target=_produce, args=(sources, opts, encoder, self.where, units, stop), daemon=True
-        )
-        producer.start()
         try:
-            while (unit := units.get()) is not None:
-                if isinstance(unit, BaseException):
-                    raise unit  # after every unit read before it was written
+            for unit in in_background(_units(sources, opts, encoder, self.where), 2):
                 self._write(unit, bar)
         finally:
-            stop.set()
             bar.close()
 
     def _write(self, unit: Unit, bar: _Bar) -> None:
@@ -323,25 +313,14 @@ class _Encoder:
         )
 
 
-def _produce(sources, opts, encoder, where, units: queue.Queue, stop: threading.Event) -> None:
-    """Producer thread: every encoded unit from the resume point on, then None (or the error)."""
-    try:
-        first = where["input"]
-        for i in range(first, len(sources)):
-            base = sum(s.size for s in sources[:i])
-            for unit in read_source(i, sources[i], opts, encoder, where if i == first else None):
-                unit.disk_done += base
-                while not stop.is_set():
-                    try:
-                        units.put(unit, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-        units.put(None)
-    except BaseException as e:  # handed to the main thread, which raises it
-        units.put(e)
+def _units(sources: list[Source], opts: ReadOptions, encoder: _Encoder, where: dict):
+    """Every encoded unit from the resume point `where` on, in order."""
+    first = where["input"]
+    for i in range(first, len(sources)):
+        base = sum(s.size for s in sources[:i])
+        for unit in read_source(i, sources[i], opts, encoder, where if i == first else None):
+            unit.disk_done += base
+            yield unit
 
 
 class _Bar:

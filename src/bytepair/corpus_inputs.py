@@ -272,39 +272,54 @@ def complete(data: bytes) -> int:
     return len(data)
 
 
-def _read_ahead(stream: _Stream, size: int) -> Iterator[tuple[bytes, int, int]]:
-    """(block, stream offset after it, file bytes read) until b"", read one block ahead on
-    another thread, so that reading, hashing and decompressing overlap the encoding."""
-    ahead: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
+class _Failed:
+    """An exception raised in a background thread, on its way to the consumer."""
 
-    def read() -> None:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def in_background(items: Iterator, ahead: int) -> Iterator:
+    """The items of `items`, made on another thread up to `ahead` in advance: an error there is
+    raised here after the items made before it; closing this iterator stops the thread."""
+    made: queue.Queue = queue.Queue(maxsize=ahead)
+    stop, end = threading.Event(), object()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                made.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
         try:
-            while not stop.is_set():
-                chunk = stream.read(size)
-                item = (chunk, stream.pos, stream.raw.n)
-                while not stop.is_set():
-                    try:
-                        ahead.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if not chunk:
+            for item in items:
+                if not put(item):
                     return
-        except BaseException as e:  # raised in the consumer
-            ahead.put(e)
+            put(end)
+        except BaseException as e:
+            put(_Failed(e))
 
-    threading.Thread(target=read, daemon=True).start()
+    threading.Thread(target=run, daemon=True).start()
     try:
-        while True:
-            item = ahead.get()
-            if isinstance(item, BaseException):
-                raise item
+        while (item := made.get()) is not end:
+            if isinstance(item, _Failed):
+                raise item.error
             yield item
-            if not item[0]:
-                return
     finally:
         stop.set()
+
+
+def _blocks(stream: _Stream, size: int) -> Iterator[tuple[bytes, int, int]]:
+    """(block, stream offset after it, file bytes read) until and with b"" at the end."""
+    while True:
+        chunk = stream.read(size)
+        yield chunk, stream.pos, stream.raw.n
+        if not chunk:
+            return
 
 
 def _text_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
@@ -313,7 +328,8 @@ def _text_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict
     stream = _Stream(src, state.get("pos", 0))
     carry = bytes.fromhex(state.get("carry", ""))
     wait_for = 0  # no cut in the carry yet: read until it has doubled
-    for chunk, pos, disk in _read_ahead(stream, opts.block_size):
+    # read one block ahead: reading, hashing and decompressing overlap the encoding
+    for chunk, pos, disk in in_background(_blocks(stream, opts.block_size), 1):
         last, data = not chunk, carry + chunk
         if not last and len(data) < wait_for:
             carry = data
