@@ -91,6 +91,10 @@ def _gigatoken(corpus: str, out: str, threads: int):
         flat = ak.flatten(docs).to_numpy().astype(np.uint16)
         ends = np.cumsum(ak.num(docs).to_numpy())[:-1]
         arr = np.insert(flat, ends, np.uint16(EOT_ID))
+        with open(corpus, "rb") as f:  # it drops the empty document after a final EOT
+            f.seek(max(0, os.path.getsize(corpus) - len(EOT)))
+            if f.read() == EOT.encode():
+                arr = np.append(arr, np.uint16(EOT_ID))
         arr.tofile(out)
         return len(arr)
 

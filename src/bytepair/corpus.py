@@ -199,7 +199,7 @@ class _Run:
     def encode(self, sources: list[Source], opts: ReadOptions, show: bool) -> None:
         """Reads and encodes on one thread (the encoder on all), writes here, in order."""
         self.report.n_inputs = len(sources)
-        bar = _Bar(show, sum(s.size for s in sources))
+        bar = _Bar(show, sum(s.size for s in sources), self.n_tokens)
         encoder = _Encoder(self.tok, opts, self.num_threads, self.small)
         try:
             for unit in in_background(_units(sources, opts, encoder, self.where), 2):
@@ -326,8 +326,8 @@ def _units(sources: list[Source], opts: ReadOptions, encoder: _Encoder, where: d
 class _Bar:
     """A tqdm bar in bytes of input (MB/s, ETA) with tokens/s, or nothing."""
 
-    def __init__(self, enabled: bool, total: int):
-        self._bar, self._start, self._tokens0 = None, time.perf_counter(), None
+    def __init__(self, enabled: bool, total: int, n_tokens: int):
+        self._bar, self._start, self._tokens0 = None, time.perf_counter(), n_tokens
         if enabled:
             from tqdm import tqdm
 
@@ -344,8 +344,6 @@ class _Bar:
     def to(self, disk_done: int, n_tokens: int) -> None:
         if self._bar is None:
             return
-        if self._tokens0 is None:
-            self._tokens0 = n_tokens
         self._bar.update(max(0, disk_done - self._bar.n))
         rate = (n_tokens - self._tokens0) / max(time.perf_counter() - self._start, 1e-9)
         self._bar.set_postfix_str(f"{rate / 1e6:.2f}M tok/s", refresh=False)

@@ -425,7 +425,7 @@ def _parquet_units(index: int, src: Source, opts: ReadOptions, encoder, state: d
                     )
             ids, offsets = encoder.texts(texts)
             disk = src.size * row // max(n_rows, 1)
-            n_bytes = sum(map(len, texts))
+            n_bytes = sum(len(t.encode("utf-8", "replace")) for t in texts)
             yield Unit(ids, offsets[1:], False, n_bytes, disk, {"input": index, "row": row})
     except OSError as e:
         raise os_error(e, f"cannot read {src.path}: {e.strerror or e}") from None

@@ -83,6 +83,8 @@ class TokenWriter:
             return
         size = self.header + n_tokens * self.dtype.itemsize
         for path, length in ((self.partial, size), (self.docs_path, 8 * n_docs)):
+            if not path.is_file():
+                raise ValueError(f"cannot resume: {path} is missing; rerun without --resume")
             if path.stat().st_size < length:
                 raise ValueError(f"cannot resume: {path} is shorter than its journal says")
         self._data, self._docs = open(self.partial, "r+b"), open(self.docs_path, "r+b")
