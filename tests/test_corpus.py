@@ -387,7 +387,15 @@ def test_bad_inputs_name_file_and_place(
     good = gzip.compress(_text(3, 20_000).encode())
     (tmp_path / "bad.txt.gz").write_bytes(good[: len(good) // 2] + b"\x00garbage" * 50)
     err = _fails(capsys, tok_dir, tmp_path / "bad.txt.gz", *out)
-    assert "bad.txt.gz: corrupt gzip data after" in err
+    assert "bad.txt.gz: corrupt gzip data at or after decompressed byte" in err
+    zstd = pytest.importorskip("zstandard").ZstdCompressor().compress(_text(3, 20_000).encode())
+    (tmp_path / "cut.txt.zst").write_bytes(zstd[: len(zstd) // 2])
+    err = _fails(capsys, tok_dir, tmp_path / "cut.txt.zst", *out)
+    assert "cut.txt.zst: corrupt zstd data" in err and "ends inside a zstd frame" in err
+    (tmp_path / "bad.txt.zst").write_bytes(zstd[: len(zstd) // 2] + b"\x00garbage" * 50)
+    assert "bad.txt.zst: corrupt zstd data" in _fails(
+        capsys, tok_dir, tmp_path / "bad.txt.zst", *out
+    )
     (tmp_path / "short.txt.gz").write_bytes(good[: len(good) // 2])
     assert "short.txt.gz: corrupt gzip data" in _fails(
         capsys, tok_dir, tmp_path / "short.txt.gz", *out

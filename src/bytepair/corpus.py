@@ -1,10 +1,10 @@
 """Corpus encoding: whole corpora into the token files LM training memory-maps, in bounded
-memory, at the encoder's batch rate, surviving kill -9. A reader thread cuts the inputs into
-pieces at safe points (`corpus_inputs.py`); groups of pieces are encoded on all threads
-(`encode_batch_to_numpy`, GIL released) one group ahead of the main thread, which finds the
-document ends, appends ids to `OUT.partial` (`tokens.py`) and then records in a journal where
-the inputs stand. `resume=True` truncates to the journal and continues from there: every cut is
-safe and depends only on the input, so the file is byte-identical to an uninterrupted run.
+memory, at the encoder's batch rate, surviving kill -9. A producer thread reads each input one
+block ahead (`corpus_inputs.py`) and encodes each block up to its last safe cut on all threads
+(`_core.encode_block`, GIL released); the main thread meanwhile finds the document ends, appends
+the ids to `OUT.partial` (`tokens.py`) and records in a journal where the inputs stand.
+`resume=True` truncates to the journal and continues from there: every cut is safe and depends
+only on the input, so the file is byte-identical to an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -225,9 +225,8 @@ class _Run:
         except OSError as e:
             raise os_error(
                 e,
-                f"cannot write {self.writer.partial}: {e.strerror or e}; the "
-                f"{self.n_tokens:,} tokens written before are kept: free space and rerun with "
-                f"--resume / resume=True",
+                f"cannot write {self.writer.partial}: {e.strerror or e}; what was written "
+                f"before is kept: free space and rerun with --resume / resume=True",
             ) from None
         self.n_tokens += len(ids)
         self.report.n_documents += len(lengths)

@@ -175,6 +175,35 @@ class _Hashing(io.RawIOBase):
         return self.sha.hexdigest()
 
 
+class _Zstd(io.RawIOBase):
+    """The decompressed bytes of zstd frames. zstandard's `stream_reader` ends quietly at the end
+    of a cut-off file; here a frame left unfinished there is an error."""
+
+    def __init__(self, raw: _Hashing, zstd):
+        self.raw, self.zstd = raw, zstd
+        self.d, self.out, self.at = zstd.ZstdDecompressor().decompressobj(), b"", 0
+        self.started = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while self.at == len(self.out):
+            chunk = self.raw.read(1 << 20)
+            if not chunk:
+                if self.started and not self.d.eof:
+                    raise EOFError("the file ends inside a zstd frame (cut off?)")
+                return 0
+            self.started, self.out, self.at = True, self.d.decompress(chunk), 0
+            while self.d.eof and self.d.unused_data:  # the next frame
+                rest, self.d = self.d.unused_data, self.zstd.ZstdDecompressor().decompressobj()
+                self.out += self.d.decompress(rest)
+        n = min(len(b), len(self.out) - self.at)
+        b[:n] = self.out[self.at : self.at + n]
+        self.at += n
+        return n
+
+
 def read_source(
     index: int, src: Source, opts: ReadOptions, encoder, state: dict | None
 ) -> Iterator[Unit]:
@@ -196,9 +225,7 @@ class _Stream:
         if src.compression == "gz":
             self.f = gzip.GzipFile(fileobj=self.raw, mode="rb")
         elif src.compression == "zst":
-            zstd = require("zst")
-            reader = zstd.ZstdDecompressor().stream_reader(self.raw, read_across_frames=True)
-            self.f = io.BufferedReader(reader, 1 << 20)
+            self.f = io.BufferedReader(_Zstd(self.raw, require("zst")), 1 << 20)
         else:
             self.f = io.BufferedReader(self.raw, 1 << 20)
         while self.pos < skip:  # resuming: re-read (and hash) what was done
@@ -220,7 +247,7 @@ class _Stream:
     def _corrupt(self, e: Exception) -> InputError:
         what = {"gz": "gzip", "zst": "zstd"}[self.src.compression or "gz"]
         return InputError(
-            f"{self.src.path}: corrupt {what} data after {self.pos:,} decompressed bytes ({e})"
+            f"{self.src.path}: corrupt {what} data at or after decompressed byte {self.pos:,} ({e})"
         )
 
     def read(self, n: int) -> bytes:
