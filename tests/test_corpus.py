@@ -276,7 +276,7 @@ def _inside(journal: Path, index: int) -> bool:
         where = json.loads(journal.read_text(encoding="utf-8"))["state"]["where"]
     except FileNotFoundError:
         return False
-    return where["input"] == index and where.get("pos", 0) > 0
+    return where["input"] == index and (where.get("pos", 0) > 0 or where.get("row", 0) > 0)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
@@ -368,22 +368,39 @@ def _fails(capsys: pytest.CaptureFixture, *args: object) -> str:
     return err
 
 
+@pytest.mark.parametrize("name", ["a.txt", "r.jsonl.zst", "t.parquet"])
 def test_full_disk_keeps_the_partial_for_resume(
     tok: bytepair.Tokenizer,
     tok_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
+    name: str,
 ) -> None:
-    (tmp_path / "a.txt").write_text(_text(7, 30_000), encoding="utf-8")
-    args = [tok_dir, tmp_path / "a.txt", "-o", tmp_path / "o.bin", "--block-size", 4096]
-    _fail_after(monkeypatch, 3)
+    """The writer fails (ENOSPC) after a few blocks: one line, exit 2, the partial file and the
+    journal stay, and `--resume` then completes the same ids (resuming inside the input)."""
+    records = _records(8, 3000)
+    if name == "a.txt":
+        (tmp_path / name).write_text(EOT.join(records), encoding="utf-8")
+        want = tok.encode(EOT.join(records))
+    else:
+        if name.endswith(".parquet"):
+            pa = pytest.importorskip("pyarrow")
+            pytest.importorskip("pyarrow.parquet").write_table(
+                pa.table({"text": records}), tmp_path / name
+            )
+        else:
+            _write_jsonl(tmp_path / name, records)
+        want = [i for r in records for i in tok.encode_ordinary(r)]
+    args = [tok_dir, tmp_path / name, "-o", tmp_path / "o.bin", "--block-size", 4096]
+    _fail_after(monkeypatch, 2)
     err = _fails(capsys, *args)
     monkeypatch.undo()
     assert "No space left on device" in err and "o.bin.partial" in err and "--resume" in err
     assert (tmp_path / "o.bin.partial").stat().st_size > 0
+    assert _inside(tmp_path / "o.bin.partial.json", 0)
     assert _run("encode", *args, "--resume", "--quiet") == 0
-    want = tok.encode((tmp_path / "a.txt").read_bytes().decode("utf-8"))
+    assert "resumed after" not in capsys.readouterr().err  # --quiet
     assert bytepair.load_tokens(tmp_path / "o.bin").tolist() == want
 
 
