@@ -16,6 +16,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -235,7 +236,29 @@ def test_megatron_reads_back(tok: bytepair.Tokenizer, tmp_path: Path) -> None:
     want = [tok.encode(d + EOT) for d in docs[:20]] + [[eot]]  # the file's own EOT, then ours
     want += [[*tok.encode_ordinary(d), eot] for d in docs[20:]]
     assert _read_megatron(out) == want
-    assert bytepair.load_tokens(tmp_path / "owt.bin").tolist() == [i for d in want for i in d]
+    flat = [i for d in want for i in d]
+    assert bytepair.load_tokens(tmp_path / "owt.bin").tolist() == flat
+    (tmp_path / "owt.bin.json").unlink()  # the dtype then comes from the index
+    assert bytepair.load_tokens(tmp_path / "owt").tolist() == flat
+
+
+def test_eot_option(tok_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`--eot` names the token appended; a name that is no special token is refused."""
+    (tmp_path / "a.txt").write_text("one", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("two", encoding="utf-8")
+    args = ["encode", tok_dir, tmp_path / "a.txt", tmp_path / "b.txt", "-o", tmp_path / "o.bin"]
+    assert _run(*args, "--append-eot", "--eot", "<|pad|>", "--quiet") == 0
+    tok = bytepair.load(tok_dir)
+    pad = tok.special_tokens["<|pad|>"]
+    assert bytepair.load_tokens(tmp_path / "o.bin").tolist() == [
+        *tok.encode("one"),
+        pad,
+        *tok.encode("two"),
+        pad,
+    ]
+    assert _sidecar(tmp_path / "o.bin")["n_documents"] == 2
+    err = _fails(capsys, *args[1:], "--append-eot", "--eot", "</s>")
+    assert "'</s>' is not a special token of this tokenizer" in err and "--eot" in err
 
 
 def test_dtype_choice_and_refusal(tmp_path: Path) -> None:
@@ -394,7 +417,9 @@ def test_full_disk_keeps_the_partial_for_resume(
         want = [i for r in records for i in tok.encode_ordinary(r)]
     args = [tok_dir, tmp_path / name, "-o", tmp_path / "o.bin", "--block-size", 4096]
     _fail_after(monkeypatch, 2)
+    threads_before = threading.active_count()
     err = _fails(capsys, *args)
+    _threads_end(threads_before)
     monkeypatch.undo()
     assert "No space left on device" in err and "o.bin.partial" in err and "--resume" in err
     assert (tmp_path / "o.bin.partial").stat().st_size > 0
@@ -404,10 +429,19 @@ def test_full_disk_keeps_the_partial_for_resume(
     assert bytepair.load_tokens(tmp_path / "o.bin").tolist() == want
 
 
+def _threads_end(n_before: int) -> None:
+    """The reader threads of failed runs end (a thread left behind held its file open)."""
+    deadline = time.monotonic() + 5
+    while threading.active_count() > n_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() == n_before
+
+
 def test_bad_inputs_name_file_and_place(
     tok_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = ("-o", tmp_path / "o.bin")
+    threads_before = threading.active_count()
     good = gzip.compress(_text(3, 20_000).encode())
     (tmp_path / "bad.txt.gz").write_bytes(good[: len(good) // 2] + b"\x00garbage" * 50)
     err = _fails(capsys, tok_dir, tmp_path / "bad.txt.gz", *out)
@@ -444,6 +478,7 @@ def test_bad_inputs_name_file_and_place(
     monkeypatch.setattr(corpus_inputs, "open", deny, raising=False)
     err = _fails(capsys, tok_dir, tmp_path / "locked.txt", *out)
     assert f"cannot read {tmp_path / 'locked.txt'}: Permission denied" in err
+    _threads_end(threads_before)
 
 
 def test_invalid_utf8_strict_and_replace(

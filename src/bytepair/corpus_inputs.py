@@ -329,6 +329,8 @@ def in_background(items: Iterator, ahead: int) -> Iterator:
             put(end)
         except BaseException as e:
             put(_Failed(e))
+        finally:  # a generator's own clean-up (its files, its reader thread) runs now
+            getattr(items, "close", lambda: None)()
 
     threading.Thread(target=run, daemon=True).start()
     try:
