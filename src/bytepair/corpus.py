@@ -34,13 +34,15 @@ from .corpus_inputs import (
     invalid_utf8,
     os_error,
     read_source,
+    small_files,
+    small_text_units,
 )
 from .encoding import Tokenizer
 from .tokens import TokenWriter, choose_dtype, write_atomic
 
 EOT = "<|endoftext|>"
 _JOURNAL_VERSION = 1
-#: The journal is saved at most this often (and at the end of each input): a save costs a few
+#: The journal is saved at most this often: a save costs a few
 #: ms, and a resumed run redoes at most this much work.
 _SAVE_EVERY_S = 0.25
 
@@ -214,30 +216,41 @@ class _Run:
             ids = np.insert(ids, doc_ends, np.asarray(self.eot_id, dtype=ids.dtype))
             doc_ends = doc_ends + np.arange(1, len(doc_ends) + 1)
         if unit.plain and len(self.special_ids):
-            specials = np.flatnonzero(np.isin(ids, self.special_ids)) + 1
-            doc_ends = np.union1d(doc_ends, specials)
+            is_special = (
+                ids == self.special_ids[0]
+                if len(self.special_ids) == 1
+                else np.isin(ids, self.special_ids)
+            )
+            specials = np.flatnonzero(is_special) + 1
+            if len(specials):
+                doc_ends = np.union1d(doc_ends, specials) if len(doc_ends) else specials
         starts = np.concatenate(([-self.open_len], doc_ends[:-1]))
         lengths = (doc_ends - starts)[doc_ends > starts]
         self.open_len = len(ids) - int(doc_ends[-1]) if len(doc_ends) else self.open_len + len(ids)
         try:
             self.writer.append(ids, lengths)
-            self.writer.flush()
         except OSError as e:
-            raise os_error(
-                e,
-                f"cannot write {self.writer.partial}: {e.strerror or e}; what was written "
-                f"before is kept: free space and rerun with --resume / resume=True",
-            ) from None
+            raise self._write_error(e) from None
         self.n_tokens += len(ids)
         self.report.n_documents += len(lengths)
         self.report.n_bytes += unit.n_bytes
         self.report.n_replaced += unit.n_replaced
-        if unit.finished:
-            self.finished.append(unit.finished)
+        self.finished += unit.finished
         bar.to(unit.disk_done, self.n_tokens)
-        if unit.state is not None and (unit.finished or time.monotonic() >= self.next_save):
-            self._save(unit.state)
+        if unit.state is not None and time.monotonic() >= self.next_save:
+            try:
+                self.writer.flush()  # what the journal counts is in the file first
+                self._save(unit.state)
+            except OSError as e:
+                raise self._write_error(e) from None
             self.next_save = time.monotonic() + _SAVE_EVERY_S
+
+    def _write_error(self, e: OSError) -> OSError:
+        return os_error(
+            e,
+            f"cannot write {self.writer.partial}: {e.strerror or e}; what was written before "
+            f"is kept: free space and rerun with --resume / resume=True",
+        )
 
     def _save(self, where: dict) -> None:
         counts = {
@@ -303,23 +316,34 @@ class _Encoder:
             small=self.small,
         )
 
-    def texts(self, texts: list[str]):
-        """(ids, offsets) of records."""
+    def texts(self, texts: list[str], *, plain: bool = False):
+        """(ids, offsets) of records, or (`plain`) of whole small text files."""
         if not texts:
             return self.empty_ids, np.zeros(1, np.uint64)
         return self.tok.encode_batch_to_numpy(
-            texts, num_threads=self.num_threads, dtype=self.dtype, allowed_special=set()
+            texts,
+            num_threads=self.num_threads,
+            dtype=self.dtype,
+            allowed_special="all" if plain else set(),
         )
 
 
 def _units(sources: list[Source], opts: ReadOptions, encoder: _Encoder, where: dict):
-    """Every encoded unit from the resume point `where` on, in order."""
-    first = where["input"]
-    for i in range(first, len(sources)):
+    """Every encoded unit from the resume point `where` on, in order; runs of small files are
+    encoded together."""
+    i = where["input"]
+    while i < len(sources):
         base = sum(s.size for s in sources[:i])
-        for unit in read_source(i, sources[i], opts, encoder, where if i == first else None):
+        inside = where if where["input"] == i and len(where) > 1 else None  # resuming in it
+        n_small = 0 if inside else small_files(sources, i, opts)
+        if n_small:
+            units = [small_text_units(i, sources[i : i + n_small], opts, encoder)]
+        else:
+            units = read_source(i, sources[i], opts, encoder, inside)
+        for unit in units:
             unit.disk_done += base
             yield unit
+        i += max(n_small, 1)
 
 
 class _Bar:
