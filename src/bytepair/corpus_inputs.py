@@ -428,9 +428,31 @@ def small_text_units(first: int, srcs: list[Source], opts: ReadOptions, encoder)
 
 
 def _jsonl_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
-    """JSON lines: each record's field is a document (blank lines are skipped)."""
+    """JSON lines: each record's field is a document (blank lines are skipped). Lines are
+    parsed one block ahead on another thread, as plain text is read."""
     stream = _Stream(src, state.get("pos", 0))
-    line_no = state.get("line", 0)
+    blocks = _jsonl_blocks(stream, src, opts, state.get("line", 0))
+    if src.size > opts.block_size:
+        blocks = in_background(blocks, 1)
+    for texts, n_bytes, n_replaced, pos, line_no, disk in blocks:
+        ids, offsets = encoder.texts(texts)
+        resume = {"input": index, "pos": pos, "line": line_no}
+        yield Unit(ids, offsets[1:], False, n_bytes, disk, resume, n_replaced)
+    yield Unit(
+        encoder.empty_ids,
+        encoder.empty_ends,
+        False,
+        0,
+        src.size,
+        {"input": index + 1},
+        0,
+        [stream.close()],
+    )
+
+
+def _jsonl_blocks(stream: _Stream, src: Source, opts: ReadOptions, line_no: int):
+    """(texts, bytes, invalid sequences replaced, offset and line after, file bytes read) for
+    each block of lines."""
     while lines := stream.readlines(opts.block_size):
         texts, n_bytes, n_replaced = [], 0, 0
         offset = stream.pos - sum(map(len, lines))
@@ -443,20 +465,7 @@ def _jsonl_units(index: int, src: Source, opts: ReadOptions, encoder, state: dic
             n_replaced += replaced
             if line.strip():
                 texts.append(_field(line, opts.jsonl_field, where))
-        ids, offsets = encoder.texts(texts)
-        resume = {"input": index, "pos": stream.pos, "line": line_no}
-        yield Unit(ids, offsets[1:], False, n_bytes, stream.raw.n, resume, n_replaced)
-    finished = stream.close()
-    yield Unit(
-        encoder.empty_ids,
-        encoder.empty_ends,
-        False,
-        0,
-        src.size,
-        {"input": index + 1},
-        0,
-        [finished],
-    )
+        yield texts, n_bytes, n_replaced, stream.pos, line_no, stream.raw.n
 
 
 def _field(line: str, name: str, where: str) -> str:
