@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import bytepair
-from bytepair import cli, corpus_inputs, tokens
+from bytepair import cli, corpus_streams, tokens
 
 EOT = "<|endoftext|>"
 WORDS = [
@@ -475,7 +475,7 @@ def test_bad_inputs_name_file_and_place(
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return real_open(path, *a, **k)
 
-    monkeypatch.setattr(corpus_inputs, "open", deny, raising=False)
+    monkeypatch.setattr(corpus_streams, "open", deny, raising=False)
     err = _fails(capsys, tok_dir, tmp_path / "locked.txt", *out)
     assert f"cannot read {tmp_path / 'locked.txt'}: Permission denied" in err
     _threads_end(threads_before)
@@ -518,9 +518,9 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     monkeypatch.setitem(sys.modules, "zstandard", None)
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with pytest.raises(ImportError, match=r"pip install 'bytepair\[zst\]'"):
-        corpus_inputs.require("zst")
+        corpus_streams.require("zst")
     with pytest.raises(ImportError, match=r"pip install 'bytepair\[parquet\]'"):
-        corpus_inputs.require("parquet")
+        corpus_streams.require("parquet")
 
 
 def test_no_eot_token_is_explained(tmp_path: Path) -> None:

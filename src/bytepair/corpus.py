@@ -27,16 +27,12 @@ from .corpus_inputs import (
     ReadOptions,
     Source,
     Unit,
-    complete,
-    decode,
     expand_inputs,
-    in_background,
-    invalid_utf8,
-    os_error,
     read_source,
     small_files,
     small_text_units,
 )
+from .corpus_streams import complete, decode, in_background, invalid_utf8, os_error
 from .encoding import Tokenizer
 from .tokens import TokenWriter, choose_dtype, write_atomic
 

@@ -1,24 +1,27 @@
 """The inputs of corpus encoding: files, globs and folders of plain text, `.jsonl` (one record a
-line) and `.parquet` (one record a row), plain, `.gz` or `.zst`. Each input is read in blocks and
-turned into `Unit`s: texts cut only at safe points (`_core.safe_cuts`), with where each document
-ends and where to resume after them. Bytes are decoded as UTF-8 with no newline translation, as
-training reads them. Errors name the file and the line or byte offset. Nothing is encoded here.
+line) and `.parquet` (one record a row), plain, `.gz` or `.zst`. Each input is read in blocks
+(`corpus_streams.py`), handed to the encoder given (plain text up to its last safe cut, records
+whole) and turned into `Unit`s: ids, where documents end, where to resume after them. Errors
+name the file and the line or byte offset. Document boundaries and writing are `corpus.py`'s.
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
-import hashlib
-import io
 import json
 import os
-import queue
-import threading
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .corpus_streams import (
+    InputError,
+    Stream,
+    decode,
+    in_background,
+    os_error,
+    require,
+)
 
 #: Input bytes read at a time; pieces are about a 64th of it (many pieces per block keep every
 #: thread busy to the end of the block even when another process takes a core for a while).
@@ -27,11 +30,6 @@ DEFAULT_BLOCK_SIZE = 4 << 20
 _MAX_CARRY = 1 << 20
 _COMPRESSION = {".gz": "gz", ".zst": "zst"}
 _RECORD_KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
-_EXTRA = {"zst": ("zstandard", "zst"), "parquet": ("pyarrow", "parquet")}
-
-
-class InputError(ValueError):
-    """Bad input: the message names the file and the line or byte offset."""
 
 
 @dataclass(frozen=True)
@@ -134,76 +132,6 @@ def _source(path: Path) -> Source:
     return Source(path, kind, compression, st.st_size, st.st_mtime_ns)
 
 
-def os_error(e: OSError, message: str) -> OSError:
-    """An OSError that prints as `message` alone (one clear line) but keeps the errno."""
-    err = OSError(message)
-    err.errno = e.errno
-    return err
-
-
-def require(extra: str):
-    """The optional module behind an extra, or an ImportError saying how to install it."""
-    module, name = _EXTRA[extra]
-    try:
-        return __import__(module)
-    except ImportError:
-        raise ImportError(
-            f"reading {'.zst' if extra == 'zst' else '.parquet'} files needs {module}: "
-            f"pip install 'bytepair[{name}]'"
-        ) from None
-
-
-class _Hashing(io.RawIOBase):
-    """A binary file that hashes (sha256) and counts every byte read from it."""
-
-    def __init__(self, f):
-        self.f, self.sha, self.n = f, hashlib.sha256(), 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        n = self.f.readinto(b)
-        self.sha.update(memoryview(b)[:n])
-        self.n += n
-        return n
-
-    def finish(self) -> str:
-        """Reads whatever is left (a compressed stream may stop short) and returns the hash."""
-        while self.read(1 << 20):
-            pass
-        return self.sha.hexdigest()
-
-
-class _Zstd(io.RawIOBase):
-    """The decompressed bytes of zstd frames. zstandard's `stream_reader` ends quietly at the end
-    of a cut-off file; here a frame left unfinished there is an error."""
-
-    def __init__(self, raw: _Hashing, zstd):
-        self.raw, self.zstd = raw, zstd
-        self.d, self.out, self.at = zstd.ZstdDecompressor().decompressobj(), b"", 0
-        self.started = False
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        while self.at == len(self.out):
-            chunk = self.raw.read(1 << 20)
-            if not chunk:
-                if self.started and not self.d.eof:
-                    raise EOFError("the file ends inside a zstd frame (cut off?)")
-                return 0
-            self.started, self.out, self.at = True, self.d.decompress(chunk), 0
-            while self.d.eof and self.d.unused_data:  # the next frame
-                rest, self.d = self.d.unused_data, self.zstd.ZstdDecompressor().decompressobj()
-                self.out += self.d.decompress(rest)
-        n = min(len(b), len(self.out) - self.at)
-        b[:n] = self.out[self.at : self.at + n]
-        self.at += n
-        return n
-
-
 def read_source(
     index: int, src: Source, opts: ReadOptions, encoder, state: dict | None
 ) -> Iterator[Unit]:
@@ -213,136 +141,7 @@ def read_source(
     return reader(index, src, opts, encoder, state or {})
 
 
-class _Stream:
-    """The decompressed bytes of an input with their offset, errors named by file and offset."""
-
-    def __init__(self, src: Source, skip: int):
-        self.src, self.pos = src, 0
-        try:
-            self.raw = _Hashing(open(src.path, "rb"))
-        except OSError as e:
-            raise os_error(e, f"cannot read {src.path}: {e.strerror}") from None
-        if src.compression == "gz":
-            self.f = gzip.GzipFile(fileobj=self.raw, mode="rb")
-        elif src.compression == "zst":
-            self.f = io.BufferedReader(_Zstd(self.raw, require("zst")), 1 << 20)
-        else:
-            self.f = io.BufferedReader(self.raw, 1 << 20)
-        while self.pos < skip:  # resuming: re-read (and hash) what was done
-            if not self.read(min(skip - self.pos, 1 << 22)):
-                raise InputError(f"cannot resume: {src.path} is shorter than before")
-
-    def _call(self, method, *args):
-        try:
-            return getattr(self.f, method)(*args)
-        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-            raise self._corrupt(e) from None
-        except OSError as e:
-            raise os_error(e, f"cannot read {self.src.path}: {e.strerror or e}") from None
-        except Exception as e:
-            if type(e).__name__ == "ZstdError":
-                raise self._corrupt(e) from None
-            raise
-
-    def _corrupt(self, e: Exception) -> InputError:
-        what = {"gz": "gzip", "zst": "zstd"}[self.src.compression or "gz"]
-        return InputError(
-            f"{self.src.path}: corrupt {what} data at or after decompressed byte {self.pos:,} ({e})"
-        )
-
-    def read(self, n: int) -> bytes:
-        data = self._call("read", n)
-        self.pos += len(data)
-        return data
-
-    def readlines(self, hint: int) -> list[bytes]:
-        lines = self._call("readlines", hint)
-        self.pos += sum(map(len, lines))
-        return lines
-
-    def close(self) -> dict:
-        """The input's size and sha256 (of the file as stored), after reading all of it."""
-        digest = self.raw.finish()
-        self.f.close()
-        return {"path": str(self.src.path), "size": self.raw.n, "sha256": digest}
-
-
-def decode(data: bytes, errors: str, where: str, offset: int) -> tuple[str, int]:
-    """`data` as text and the number of invalid sequences replaced; `strict` fails naming the
-    byte offset. Replacements are the U+FFFD made, less those written in the input."""
-    try:
-        return data.decode("utf-8"), 0
-    except UnicodeDecodeError as e:
-        if errors == "strict":
-            raise invalid_utf8(where, offset + e.start) from None
-    text = data.decode("utf-8", "replace")
-    return text, text.count("\ufffd") - data.count(b"\xef\xbf\xbd")
-
-
-def invalid_utf8(where: str, offset: int) -> InputError:
-    return InputError(
-        f"{where}: invalid UTF-8 at byte {offset:,} "
-        f"(use --errors replace / errors='replace' to replace it with U+FFFD)"
-    )
-
-
-def complete(data: bytes) -> int:
-    """Length of the longest prefix of `data` that does not end inside a UTF-8 sequence (the
-    held-back tail starts at a lead byte, where a decoder is always at a boundary)."""
-    for back in range(1, min(3, len(data)) + 1):
-        b = data[-back]
-        if b >= 0xC0:
-            need = 2 if b < 0xE0 else 3 if b < 0xF0 else 4 if b < 0xF8 else 1
-            return len(data) - back if back < need else len(data)
-        if b < 0x80:
-            return len(data)
-    return len(data)
-
-
-class _Failed:
-    """An exception raised in a background thread, on its way to the consumer."""
-
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-def in_background(items: Iterator, ahead: int) -> Iterator:
-    """The items of `items`, made on another thread up to `ahead` in advance: an error there is
-    raised here after the items made before it; closing this iterator stops the thread."""
-    made: queue.Queue = queue.Queue(maxsize=ahead)
-    stop, end = threading.Event(), object()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                made.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for item in items:
-                if not put(item):
-                    return
-            put(end)
-        except BaseException as e:
-            put(_Failed(e))
-        finally:  # a generator's own clean-up (its files, its reader thread) runs now
-            getattr(items, "close", lambda: None)()
-
-    threading.Thread(target=run, daemon=True).start()
-    try:
-        while (item := made.get()) is not end:
-            if isinstance(item, _Failed):
-                raise item.error
-            yield item
-    finally:
-        stop.set()
-
-
-def _blocks(stream: _Stream, size: int) -> Iterator[tuple[bytes, int, int, bool]]:
+def _blocks(stream: Stream, size: int) -> Iterator[tuple[bytes, int, int, bool]]:
     """(block, stream offset after it, file bytes read, whether it is the last): the block
     after each is read first, so that the last one is known without another encoder call."""
     chunk = stream.read(size)
@@ -357,7 +156,7 @@ def _blocks(stream: _Stream, size: int) -> Iterator[tuple[bytes, int, int, bool]
 def _text_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
     """Plain text: blocks encoded up to their last safe cut; the bytes after it go in front
     of the next block. The file's end ends a document."""
-    stream = _Stream(src, state.get("pos", 0))
+    stream = Stream(src, state.get("pos", 0))
     carry = bytes.fromhex(state.get("carry", ""))
     wait_for = 0  # no cut in the carry yet: read until it has doubled
     blocks = _blocks(stream, opts.block_size)
@@ -415,7 +214,7 @@ def small_text_units(first: int, srcs: list[Source], opts: ReadOptions, encoder)
     ends a document (special tokens too)."""
     texts, finished, n_replaced = [], [], 0
     for src in srcs:
-        stream = _Stream(src, 0)
+        stream = Stream(src, 0)
         text, replaced = decode(stream.read(-1), opts.errors, str(src.path), 0)
         texts.append(text)
         finished.append(stream.close())
@@ -430,7 +229,7 @@ def small_text_units(first: int, srcs: list[Source], opts: ReadOptions, encoder)
 def _jsonl_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
     """JSON lines: each record's field is a document (blank lines are skipped). Lines are
     parsed one block ahead on another thread, as plain text is read."""
-    stream = _Stream(src, state.get("pos", 0))
+    stream = Stream(src, state.get("pos", 0))
     blocks = _jsonl_blocks(stream, src, opts, state.get("line", 0))
     if src.size > opts.block_size:
         blocks = in_background(blocks, 1)
@@ -438,19 +237,10 @@ def _jsonl_units(index: int, src: Source, opts: ReadOptions, encoder, state: dic
         ids, offsets = encoder.texts(texts)
         resume = {"input": index, "pos": pos, "line": line_no}
         yield Unit(ids, offsets[1:], False, n_bytes, disk, resume, n_replaced)
-    yield Unit(
-        encoder.empty_ids,
-        encoder.empty_ends,
-        False,
-        0,
-        src.size,
-        {"input": index + 1},
-        0,
-        [stream.close()],
-    )
+    yield _done(index, src, encoder, stream.close())
 
 
-def _jsonl_blocks(stream: _Stream, src: Source, opts: ReadOptions, line_no: int):
+def _jsonl_blocks(stream: Stream, src: Source, opts: ReadOptions, line_no: int):
     """(texts, bytes, invalid sequences replaced, offset and line after, file bytes read) for
     each block of lines."""
     while lines := stream.readlines(opts.block_size):
@@ -524,18 +314,10 @@ def _parquet_units(index: int, src: Source, opts: ReadOptions, encoder, state: d
         if type(e).__module__.startswith("pyarrow"):
             raise InputError(f"{src.path}: corrupt Parquet data near row {row} ({e})") from None
         raise
-    try:
-        digest = _Hashing(open(src.path, "rb")).finish()
-    except OSError as e:
-        raise os_error(e, f"cannot read {src.path}: {e.strerror}") from None
-    finished = {"path": str(src.path), "size": src.size, "sha256": digest}
-    yield Unit(
-        encoder.empty_ids,
-        encoder.empty_ends,
-        False,
-        0,
-        src.size,
-        {"input": index + 1},
-        0,
-        [finished],
-    )
+    yield _done(index, src, encoder, Stream(src, 0).close())
+
+
+def _done(index: int, src: Source, encoder, finished: dict) -> Unit:
+    """The last unit of a record input: no ids, the input's size and hash."""
+    e = encoder
+    return Unit(e.empty_ids, e.empty_ends, False, 0, src.size, {"input": index + 1}, 0, [finished])
