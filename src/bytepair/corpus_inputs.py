@@ -25,7 +25,7 @@ from .corpus_streams import (
 
 #: Input bytes read at a time; pieces are about a 64th of it (many pieces per block keep every
 #: thread busy to the end of the block even when another process takes a core for a while).
-DEFAULT_BLOCK_SIZE = 4 << 20
+DEFAULT_BLOCK_SIZE = 1 << 20
 #: A resume point holds the bytes after the last cut; past this size, no resume point is made.
 _MAX_CARRY = 1 << 20
 _COMPRESSION = {".gz": "gz", ".zst": "zst"}
