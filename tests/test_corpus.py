@@ -481,8 +481,13 @@ def test_bad_inputs_name_file_and_place(
     _threads_end(threads_before)
 
 
+@pytest.mark.parametrize("block", [1024, 1 << 20])  # read in blocks; read whole (a small file)
 def test_invalid_utf8_strict_and_replace(
-    tok: bytepair.Tokenizer, tok_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+    tok: bytepair.Tokenizer,
+    tok_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    block: int,
 ) -> None:
     data = _text(4, 5000).encode() + b"ab\xff\xfecd \xe2\x82 \xf0\x9f\x99" + b"x" * 10
     (tmp_path / "u.txt").write_bytes(data)
@@ -495,13 +500,13 @@ def test_invalid_utf8_strict_and_replace(
         "--errors",
         "strict",
         "--block-size",
-        1024,
+        block,
     )
     bad_at = data.index(b"\xff")
     assert f"u.txt: invalid UTF-8 at byte {bad_at:,}" in err
     assert not (tmp_path / "o.bin").exists() and (tmp_path / "o.bin.partial").exists()
     assert (
-        _run("encode", tok_dir, tmp_path / "u.txt", "-o", tmp_path / "o.bin", "--block-size", 1024)
+        _run("encode", tok_dir, tmp_path / "u.txt", "-o", tmp_path / "o.bin", "--block-size", block)
         == 0
     )
     assert "replaced 4 invalid UTF-8" in capsys.readouterr().err
