@@ -110,10 +110,10 @@ class TokenWriter:
 
     def finish(self, n_tokens: int, sidecar: dict) -> list[Path]:
         """Writes the index and the sidecar, renames the partial file; returns what it wrote."""
-        self.flush()
         if self.header:
             self._data.seek(0)
             self._data.write(_npy_header(self.dtype, n_tokens))
+        self.flush()
         os.fsync(self._data.fileno())
         self.close()
         written = []
