@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import gzip
+import importlib.util
 import json
 import os
 import random
@@ -465,6 +466,16 @@ def test_bad_inputs_name_file_and_place(
     assert "b.jsonl:3: the record has no field 'text'" in err and "'body'" in err
     (tmp_path / "c.jsonl").write_text('{"text": 5}\n', encoding="utf-8")
     assert "c.jsonl:1: field 'text' is int" in _fails(capsys, tok_dir, tmp_path / "c.jsonl", *out)
+    if importlib.util.find_spec("pyarrow"):
+        (tmp_path / "x.parquet").write_bytes(b"PAR1 not really")
+        err = _fails(capsys, tok_dir, tmp_path / "x.parquet", *out)
+        assert "x.parquet: not a readable Parquet file" in err
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"body": ["a"]}), tmp_path / "y.parquet")
+        err = _fails(capsys, tok_dir, tmp_path / "y.parquet", *out)
+        assert "y.parquet: no column 'text' (its columns: 'body'" in err
     assert "input file not found" in _fails(capsys, tok_dir, tmp_path / "nope.txt", *out)
     assert "no file matches" in _fails(capsys, tok_dir, str(tmp_path / "*.nope"), *out)
     (tmp_path / "locked.txt").write_text("secret")
