@@ -279,6 +279,20 @@ def test_dtype_choice_and_refusal(tmp_path: Path) -> None:
         bytepair.encode_files(big, tmp_path / "a.txt", out, dtype="int8")
 
 
+def test_progress_bar_and_summary(
+    tok: bytepair.Tokenizer, tok_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A bar with MB/s and tokens/s when asked (a terminal); else one summary line."""
+    (tmp_path / "a.txt").write_text(_text(6, 20_000), encoding="utf-8")
+    bytepair.encode_files(tok, tmp_path / "a.txt", tmp_path / "o.bin", progress=True)
+    err = capsys.readouterr().err
+    assert "encoding: 100%" in err and "B/s" in err and "M tok/s" in err
+    assert _run("encode", tok_dir, tmp_path / "a.txt", "-o", tmp_path / "o.bin") == 0
+    summary, wrote = capsys.readouterr().err.splitlines()
+    assert summary.startswith("encoded 1 input(s): ") and "documents" in summary
+    assert "bytes/token" in summary and wrote.startswith("wrote ")
+
+
 def test_decode_head(tok_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     (tmp_path / "a.txt").write_text("Héllo wörld, hello again", encoding="utf-8")
     assert _run("encode", tok_dir, tmp_path / "a.txt", "-o", tmp_path / "o.bin", "--quiet") == 0

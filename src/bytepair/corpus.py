@@ -197,7 +197,8 @@ class _Run:
     def encode(self, sources: list[Source], opts: ReadOptions, show: bool) -> None:
         """Reads and encodes on one thread (the encoder on all), writes here, in order."""
         self.report.n_inputs = len(sources)
-        bar = _Bar(show, sum(s.size for s in sources), self.n_tokens)
+        done = sum(s.size for s in sources[: self.where["input"]]) + self.where.get("pos", 0)
+        bar = _Bar(show, sum(s.size for s in sources), done, self.n_tokens)
         encoder = _Encoder(self.tok, opts, self.num_threads, self.small)
         try:
             for unit in in_background(_units(sources, opts, encoder, self.where), 2):
@@ -345,13 +346,14 @@ def _units(sources: list[Source], opts: ReadOptions, encoder: _Encoder, where: d
 class _Bar:
     """A tqdm bar in bytes of input (MB/s, ETA) with tokens/s, or nothing."""
 
-    def __init__(self, enabled: bool, total: int, n_tokens: int):
+    def __init__(self, enabled: bool, total: int, done: int, n_tokens: int):
         self._bar, self._start, self._tokens0 = None, time.perf_counter(), n_tokens
         if enabled:
             from tqdm import tqdm
 
             self._bar = tqdm(
                 total=total,
+                initial=min(done, total),  # resumed: where the run stands
                 desc="encoding",
                 unit="B",
                 unit_scale=True,
