@@ -161,7 +161,8 @@ def test_outputs_leave_no_temp_files(trained: Path, corpus: Path, tmp_path: Path
     ids = tmp_path / "ids"
     ids.mkdir()
     assert run_cli("encode", trained, corpus, "-o", ids / "ids.npy", cwd=tmp_path).returncode == 0
-    assert sorted(p.name for p in ids.iterdir()) == ["ids.npy"]
+    # the ids and their sidecar, no temporary or partial file
+    assert sorted(p.name for p in ids.iterdir()) == ["ids.npy", "ids.npy.json"]
 
 
 def test_failed_write_keeps_the_old_files(trained: Path, corpus: Path, tmp_path: Path,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use numpy::PyArray1;
 use pyo3::exceptions::{
     PyKeyError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyOverflowError, PyRuntimeError,
-    PyValueError,
+    PyUnicodeDecodeError, PyValueError,
 };
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -559,5 +559,82 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_bpe, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenizer_kind, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_block, m)?)?;
     Ok(())
+}
+
+/// Corpus encoding of one block of bytes that continues a stream from a safe cut: cuts it into
+/// pieces of about `piece_bytes` where `Specials::safe_cut` allows (so the ids never depend on
+/// where pieces fall, nor on the block size), encodes them on `num_threads` threads, and returns
+/// (the ids of every piece in one array, uint16 when `small`; the offsets where each piece's
+/// ids start, and the end; the bytes consumed). Unless `last`, the bytes after the last safe cut
+/// (an unfinished character included) are not consumed: they go in front of the next block.
+/// Invalid UTF-8 raises UnicodeDecodeError (the caller decides: fail, or replace and retry).
+#[pyfunction]
+#[pyo3(signature = (encoder, data, *, last, special_tokens, pattern, piece_bytes, num_threads, small))]
+#[allow(clippy::too_many_arguments)]
+fn encode_block<'py>(
+    py: Python<'py>,
+    encoder: &PyEncoder,
+    data: &[u8],
+    last: bool,
+    special_tokens: Vec<String>,
+    pattern: &str,
+    piece_bytes: usize,
+    num_threads: usize,
+    small: bool,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>, usize)> {
+    let text = match std::str::from_utf8(data) {
+        Ok(text) => text,
+        Err(e) if e.error_len().is_none() && !last => {
+            std::str::from_utf8(&data[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(e) => return Err(PyUnicodeDecodeError::new_err_from_utf8(py, data, e)),
+    };
+    let specials = Specials::new(&special_tokens).map_err(pretokenize_err)?;
+    let pretok = Pretokenizer::new(pattern).map_err(pretokenize_err)?;
+    let piece_bytes = piece_bytes.max(1);
+    let pieces = py.detach(|| {
+        let (mut pieces, mut pos) = (Vec::new(), 0usize);
+        loop {
+            // the last cut within `piece_bytes`, or within twice that if there is none, ...
+            let mut window = piece_bytes;
+            let cut = loop {
+                let mut end = pos.saturating_add(window).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                match specials.safe_cut(&text[pos..end], &pretok) {
+                    Some(p) => break Some(pos + p),
+                    None if end == text.len() => break None,
+                    None => window = window.saturating_mul(2),
+                }
+            };
+            let Some(cut) = cut else { break };
+            pieces.push(&text[pos..cut]);
+            pos = cut;
+        }
+        if last && pos < text.len() {
+            pieces.push(&text[pos..]);
+        }
+        pieces
+    });
+    let consumed = pieces.iter().map(|p| p.len()).sum();
+    let set = encoder.set(None)?;
+    let all = interruptible(py, |check| {
+        encoder
+            .inner
+            .encode_batch(&pieces, &set, num_threads, check)
+    })?;
+    let mut offsets = Vec::with_capacity(all.len() + 1);
+    offsets.push(0u64);
+    for ids in &all {
+        offsets.push(offsets[offsets.len() - 1] + ids.len() as u64);
+    }
+    let flat: Vec<TokenId> = py.detach(|| all.concat());
+    Ok((
+        numpy_ids(py, flat, small)?,
+        PyArray1::from_vec(py, offsets),
+        consumed,
+    ))
 }

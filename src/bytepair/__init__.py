@@ -14,7 +14,9 @@ __all__ = [
     "WordCounts",
     "count_files",
     "count_texts",
+    "encode_files",
     "load",
+    "load_tokens",
     "save",
     "train",
     "train_bpe",
@@ -22,3 +24,16 @@ __all__ = [
     "train_from_iterator",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """Token files need numpy: their functions load on first use, not on `import bytepair`."""
+    if name == "encode_files":
+        from .corpus import encode_files
+
+        return encode_files
+    if name == "load_tokens":
+        from .tokens import load_tokens
+
+        return load_tokens
+    raise AttributeError(f"module 'bytepair' has no attribute {name!r}")

@@ -67,6 +67,17 @@ def count_texts(
 ) -> None: ...
 def pretokenize(text: str, *, special_tokens: list[str], pattern: str) -> list[str]: ...
 def pretokenizer_kind(pattern: str) -> str: ...
+def encode_block(
+    encoder: Encoder,
+    data: bytes,
+    *,
+    last: bool,
+    special_tokens: list[str],
+    pattern: str,
+    piece_bytes: int,
+    num_threads: int,
+    small: bool,
+) -> tuple[np.ndarray, np.ndarray, int]: ...
 def train_bpe(
     counts: WordCounts,
     num_merges: int,

@@ -43,27 +43,39 @@ def _parser() -> argparse.ArgumentParser:
         default="gpt2",
         help="pretokenization: a preset name (gpt2) or a regex (default: gpt2)",
     )
-    train.add_argument(
-        "--threads", type=int, default=None, help="worker threads (default: all cores)"
-    )
-    train.add_argument(
-        "--errors",
-        choices=["replace", "strict"],
-        default="replace",
-        help="invalid UTF-8: replace with U+FFFD (default) or fail",
-    )
-    train.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
+    _common_options(train)
 
-    encode = sub.add_parser("encode", help="encode a text file to token ids with a saved tokenizer")
-    encode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
-    encode.add_argument("input", type=Path, help="UTF-8 text file")
-    encode.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        required=True,
-        help="output .npy file of token ids (uint16 or uint32)",
+    encode = sub.add_parser(
+        "encode", help="encode text files, .jsonl or .parquet into one token file"
     )
+    encode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
+    encode.add_argument(
+        "inputs", nargs="+", help="files, globs or folders: text, .jsonl, .parquet (.gz, .zst)"
+    )
+    encode.add_argument(
+        "-o", "--output", type=Path, required=True, help="token file (NAME.bin, NAME.npy)"
+    )
+    encode.add_argument(
+        "--format",
+        choices=["bin", "npy", "megatron"],
+        default=None,
+        help="flat ids (default; npy for a .npy name) or Megatron's .bin + .idx",
+    )
+    encode.add_argument("--dtype", default=None, help="uint16, uint32 (int32 for megatron)")
+    encode.add_argument("--jsonl-field", default="text", help="the text field of .jsonl records")
+    encode.add_argument("--column", default="text", help="the text column of .parquet files")
+    encode.add_argument(
+        "--append-eot", action="store_true", help="add the end-of-text id after each record/file"
+    )
+    encode.add_argument("--eot", default="<|endoftext|>", help="the end-of-text special token")
+    encode.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    encode.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
+    _common_options(encode)
+
+    decode = sub.add_parser("decode", help="print the start of a token file as text")
+    decode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
+    decode.add_argument("tokens", type=Path, help="a token file written by `bytepair encode`")
+    decode.add_argument("--head", type=int, default=200, help="how many tokens (default 200)")
 
     sample = sub.add_parser(
         "sample-corpus",
@@ -72,6 +84,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     sample.add_argument("output", type=Path)
     return parser
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--threads", type=int, default=None, help="worker threads (default: all cores)"
+    )
+    parser.add_argument(
+        "--errors",
+        choices=["replace", "strict"],
+        default="replace",
+        help="invalid UTF-8: replace with U+FFFD (default) or fail",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -106,16 +131,51 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _encode(args: argparse.Namespace) -> None:
-    import numpy as np
-
-    from .io import load, write_npy_atomic
+    from .corpus import DEFAULT_BLOCK_SIZE, encode_files
+    from .io import load
 
     tok = load(args.model)
-    # Bytes decoded as UTF-8, as training reads them: no newline translation (\r\n stays).
-    text = args.input.read_bytes().decode("utf-8", errors="replace")
-    ids = tok.encode_to_numpy(text)
-    write_npy_atomic(args.output, ids)
-    print(f"wrote {len(ids):,} ids ({np.dtype(ids.dtype).name}) to {args.output}", file=sys.stderr)
+    try:
+        report = encode_files(
+            tok,
+            args.inputs,
+            args.output,
+            format=args.format,
+            dtype=args.dtype,
+            jsonl_field=args.jsonl_field,
+            column=args.column,
+            append_eot=args.append_eot,
+            eot=args.eot,
+            errors=args.errors,
+            num_threads=args.threads,
+            resume=args.resume,
+            progress=False if args.quiet else None,
+            block_size=args.block_size or DEFAULT_BLOCK_SIZE,
+        )
+    except KeyboardInterrupt:
+        print("bytepair: rerun with --resume to continue where it stopped", file=sys.stderr)
+        raise
+    if not args.quiet:
+        print(report.summary(), file=sys.stderr)
+        print(f"wrote {', '.join(report.outputs)}", file=sys.stderr)
+    elif report.n_replaced:
+        print(
+            f"bytepair: warning: replaced {report.n_replaced:,} invalid UTF-8 sequences with "
+            f"U+FFFD (use --errors strict to refuse invalid input)",
+            file=sys.stderr,
+        )
+
+
+def _decode(args: argparse.Namespace) -> None:
+    from .io import load
+    from .tokens import load_tokens
+
+    if args.head < 0:
+        raise ValueError(f"--head must be 0 or more, got {args.head}")
+    tok = load(args.model)
+    ids = load_tokens(args.tokens)[: args.head]
+    sys.stdout.write(tok.decode(ids))
+    sys.stdout.write("\n")
 
 
 def _sample(args: argparse.Namespace) -> None:
@@ -129,11 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     """Runs the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        {"train": _train, "encode": _encode, "sample-corpus": _sample}[args.command](args)
+        commands = {"train": _train, "encode": _encode, "decode": _decode, "sample-corpus": _sample}
+        commands[args.command](args)
     except KeyboardInterrupt:
         print("bytepair: interrupted", file=sys.stderr)
         return 130
-    except (OSError, ValueError, TypeError, KeyError, MemoryError) as e:
+    except (OSError, ValueError, TypeError, KeyError, MemoryError, ImportError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"bytepair: error: {message}", file=sys.stderr)
         return 2

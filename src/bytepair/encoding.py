@@ -137,8 +137,10 @@ class Tokenizer:
         self, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial
     ) -> tuple[list[str] | None, frozenset[str]]:
         """(special tokens to match, None meaning all; special tokens that must not occur)."""
-        if allowed_special == "all" and isinstance(disallowed_special, tuple) and not (
-            disallowed_special
+        if (
+            allowed_special == "all"
+            and isinstance(disallowed_special, tuple)
+            and not (disallowed_special)
         ):
             return None, frozenset()  # the defaults, without building sets on every call
         known = set(self._special_ids)
