@@ -214,8 +214,10 @@ def throughput(enc, hf, tok, gt, docs, hf_docs, warm, threads: int, hf_note: str
     return rows
 
 
-def numpy_rows(enc, tok, docs, warm) -> tuple[list[dict], list[str]]:
-    """encode_to_numpy on one big string (EOTs included) vs tiktoken.encode of the same."""
+def numpy_rows(enc, tok, gt, docs, warm) -> tuple[list[dict], list[str]]:
+    """encode_to_numpy on one big string (EOTs included) vs tiktoken.encode of the same, and
+    gigatoken's encode of that string (no special tokens there: checked against tiktoken's
+    encode_ordinary)."""
     import numpy as np
 
     text = EOT.join(docs)
@@ -230,7 +232,18 @@ def numpy_rows(enc, tok, docs, warm) -> tuple[list[dict], list[str]]:
     bp = row("bytepair", "encode_to_numpy(str)", None, n, t_np.s, len(arr), note, tt["mb_s"])
     tt["others_pct"], bp["others_pct"] = t_tt.others_pct, t_np.others_pct
     same = len(arr) == len(want) and np.array_equal(arr, np.asarray(want))
-    return [tt, bp], [f"encode_to_numpy ids == tiktoken.encode: {_yes(same)}"]
+    rows, checks = [tt, bp], [f"encode_to_numpy ids == tiktoken.encode: {_yes(same)}"]
+    del arr, want
+    if gt:
+        gt.encode(warm[0])
+        with Timer() as t_gt:
+            got = gt.encode(text)
+        g = row("gigatoken", "encode(str)", 1, n, t_gt.s, len(got), "one string, EOTs as text")
+        g["others_pct"] = t_gt.others_pct
+        same = np.array_equal(got, np.asarray(enc.encode_ordinary(text)))
+        rows.append(g)
+        checks.append(f"gigatoken encode ids == tiktoken.encode_ordinary: {_yes(same)}")
+    return rows, checks
 
 
 def _yes(ok: bool) -> str:
@@ -361,7 +374,7 @@ def main(argv=None) -> int:
         chunks = chunks_by_bytes(docs, BATCH_BYTES)
         checks.append(verify("gigatoken", _gt_batch(gt, True), enc, chunks, args.threads))
     if tok:
-        more_rows, more_checks = numpy_rows(enc, tok, docs, warm)
+        more_rows, more_checks = numpy_rows(enc, tok, gt, docs, warm)
         rows, checks = rows + more_rows, checks + more_checks
         gc.collect()
     if tok and not args.no_stream:

@@ -350,15 +350,21 @@ impl Encoder {
         Ok(result?)
     }
 
-    /// Encodes the longest prefix of `text` that can be encoded without seeing what follows it;
-    /// returns its ids and its length in bytes (0 if there is no such prefix yet).
+    /// Encodes the longest prefix of `text` that can be encoded without seeing what follows it
+    /// (all of it if `last`); returns its ids and its length in bytes (0 if there is no such
+    /// prefix yet). For streams, whose promise is memory that does not grow with the input: the
+    /// cache takes at most `STREAM_ENTRIES`.
     pub fn encode_prefix(
         &self,
         text: &str,
         set: &Option<SpecialSet>,
+        last: bool,
     ) -> Result<(Vec<TokenId>, usize), EncodeError> {
-        match self.resolve(set).matcher.safe_cut(text, &self.pretok) {
-            // streaming promises memory that does not grow with the input: a smaller cache
+        let end = match last {
+            true => Some(text.len()),
+            false => self.resolve(set).matcher.safe_cut(text, &self.pretok),
+        };
+        match end {
             Some(p) => Ok((
                 self.encode_limited(&text[..p], set, &mut || true, cache::STREAM_ENTRIES)?,
                 p,

@@ -432,18 +432,19 @@ impl PyEncoder {
         Ok((numpy_ids(py, flat, small)?, PyArray1::from_vec(py, offsets)))
     }
 
-    /// Encodes the longest prefix of `text` whose ids cannot change with more text; returns the
-    /// ids and the prefix length in characters (0 when more text is needed).
-    #[pyo3(signature = (text, allowed_special=None))]
+    /// Encodes the longest prefix of `text` whose ids cannot change with more text (all of it if
+    /// `last`); returns the ids and the prefix length in characters (0 when more text is needed).
+    #[pyo3(signature = (text, allowed_special=None, last=false))]
     fn encode_prefix(
         &self,
         py: Python<'_>,
         text: &str,
         allowed_special: Option<Vec<String>>,
+        last: bool,
     ) -> PyResult<(Vec<TokenId>, usize)> {
         let set = self.set(allowed_special)?;
         py.detach(|| {
-            let (ids, n_bytes) = self.inner.encode_prefix(text, &set)?;
+            let (ids, n_bytes) = self.inner.encode_prefix(text, &set, last)?;
             Ok((ids, text[..n_bytes].chars().count()))
         })
         .map_err(encode_err)

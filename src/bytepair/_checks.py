@@ -111,11 +111,17 @@ def check_input_files(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -
     return paths
 
 
+def check_str(text: object) -> str:
+    """`text`, if it is a str."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__} (decode bytes first)")
+    return text
+
+
 def check_text(text: str) -> str:
     """`text` as a str that UTF-8 can encode: lone surrogates become U+FFFD (as in tiktoken),
     and a surrogate pair written as two code points becomes the character it encodes."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__} (decode bytes first)")
+    check_str(text)
     if text.isascii():  # O(1) for CPython strings
         return text
     if is_utf8(text):
