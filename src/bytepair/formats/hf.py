@@ -129,7 +129,7 @@ class _Doc:
     def error(self, what: str, near: object = None) -> ValueError:
         line = ""
         if near is not None:
-            at = self.text.find(json.dumps(near, ensure_ascii=False))
+            at = max(self.text.find(json.dumps(near, ensure_ascii=a)) for a in (False, True))
             line = f" line {self.text.count(chr(10), 0, at) + 1}:" if at >= 0 else ""
         return ValueError(f"{self.path}:{line} {what}")
 
