@@ -73,4 +73,5 @@ def train_bpe(
     *,
     consume: bool = False,
     progress: Callable[[int], object] | None = None,
+    start: list[tuple[int, int]] = ...,
 ) -> tuple[list[tuple[int, int]], list[bytes]]: ...
