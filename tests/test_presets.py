@@ -14,14 +14,11 @@ import pytest
 import regex
 from hypothesis import given
 from hypothesis import strategies as st
-from test_unicode import pools, random_strings
+from test_unicode import _bytepair_many, pools, random_strings
 
 import bytepair
 from bytepair.patterns import PRESETS
-from bytepair.pretokenize import pretokenize
 from unicode_diff import ALL_CHARS, newer_chars
-
-SEPARATOR = "<|sep|>"
 
 
 def test_presets_are_tiktokens_strings() -> None:
@@ -32,17 +29,6 @@ def test_presets_are_tiktokens_strings() -> None:
         assert PRESETS["o200k"] == openai_public.o200k_base()["pat_str"]
     assert bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="o200k").pattern \
         == bytepair.O200K_PATTERN
-
-
-def _split_each(texts: list[str], preset: str) -> list[list[str]]:
-    pieces = pretokenize(SEPARATOR.join(texts), special_tokens=[SEPARATOR], pattern=preset)
-    out: list[list[str]] = [[]]
-    for piece in pieces:
-        if piece == SEPARATOR:
-            out.append([])
-        else:
-            out[-1].append(piece)
-    return out
 
 
 @pytest.mark.parametrize("preset", ["cl100k", "o200k"])
@@ -56,7 +42,7 @@ def test_preset_equals_regex_package_on_every_code_point(preset: str, context: s
     chars = [c for c in ALL_CHARS if c not in newer]
     texts = [context.format(c=c) for c in chars]
     oracle = regex.compile(PRESETS[preset])
-    got = _split_each(texts, preset)
+    got = _bytepair_many(preset)(texts)
     bad = [c for c, t, pieces in zip(chars, texts, got, strict=True)
            if oracle.findall(t) != pieces]
     assert not bad, f"{len(bad)} code points differ, e.g. {[f'U+{ord(c):04X}' for c in bad[:10]]}"
