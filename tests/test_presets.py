@@ -35,7 +35,7 @@ def test_presets_are_tiktokens_strings() -> None:
 @pytest.mark.parametrize(
     "context",
     ["{c}'s", *(pytest.param(c, marks=pytest.mark.slow)
-                for c in ["{c}", "a{c}b", " {c}1", "{c}\n", "'{c}", " {c}{c}A", "{c}  \r\n"])],
+                for c in ["a{c}b", " {c}1", "{c}  \r\n"])],
 )
 def test_preset_equals_regex_package_on_every_code_point(preset: str, context: str) -> None:
     newer = newer_chars()
