@@ -186,6 +186,18 @@ def test_tokenizer_json_both_merge_spellings(trained, tmp_path: Path) -> None:
     _same(bytepair.load(tmp_path / "pairs.json"), trained)
 
 
+def test_tokenizer_json_without_optional_keys(trained, tmp_path: Path) -> None:
+    """Older and hand-written files leave out options at their defaults."""
+    trained.save(tmp_path, formats=["hf"])
+    doc = _json(tmp_path / "tokenizer.json")
+    for key in ("dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix",
+                "fuse_unk", "byte_fallback", "ignore_merges"):
+        del doc["model"][key]
+    del doc["normalizer"], doc["post_processor"], doc["truncation"], doc["padding"]
+    (tmp_path / "tokenizer.json").write_text(json.dumps(doc), encoding="utf-8")
+    _same(bytepair.load(tmp_path / "tokenizer.json"), trained)
+
+
 def _hf_built(pattern: str, tmp_path: Path, *, ignore_merges: bool = False) -> Path:
     """A tokenizer.json written by HF itself in Llama-3's shape (pair merges, added tokens)."""
     import tokenizers

@@ -100,9 +100,7 @@ def _core_merges(base: Tokenizer) -> list[tuple[int, int]]:
     return out
 
 
-def layout(
-    run: Plan, pairs: list[tuple[int, int]], token_bytes: list[bytes]
-) -> Tokenizer:
+def layout(run: Plan, pairs: list[tuple[int, int]], token_bytes: list[bytes]) -> Tokenizer:
     """The tokenizer of a run's result (core ids → the ids of SPEC §1.6, or the base's)."""
     merges = [(token_bytes[a], token_bytes[b]) for a, b in pairs]
     if run.base is None:

@@ -1,5 +1,6 @@
 """Tokenizer file formats: one module per format, one dispatch table here. A format module has
-`NAME`, `FILES` (what `save` writes in a folder), `matches(path)` (is this file one of mine),
+`NAME`, `FILES` (what `save` writes in a folder), `OPTIONS` (what `read` takes from the caller
+because the files do not hold it), `matches(path)` (is this file one of mine),
 `read(path, **options) -> ModelData` and `render(ModelData) -> {file name: text}`; adding a
 format is a new module and one entry in `FORMATS`. Nothing here knows a format's syntax.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import _core
-from ..patterns import GPT2_PATTERN, resolve_pattern
+from ..patterns import GPT2_PATTERN
 from . import gpt2, hf, model, tiktoken
 from ._common import ModelData, write_atomic
 
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
 
 #: In order of preference when a folder holds several: the own format keeps the most.
 FORMATS = (model, hf, gpt2, tiktoken)
-#: Options a format takes from the caller because its files do not hold them.
-_OPTIONS = {"gpt2": ("pattern", "special_tokens"), "tiktoken": ("pattern", "special_tokens")}
 _BY_NAME = {f.NAME: f for f in FORMATS}
 #: Unicode versions already warned about in this process (the warning is given once per version).
 _warned_unicode: set[str] = set()
@@ -104,7 +103,7 @@ def load(
     fmt, file = detect(path)
     options = {"pattern": pattern, "special_tokens": special_tokens}
     given = {k: v for k, v in options.items() if v is not None}
-    refused = [k for k in given if k not in _OPTIONS.get(fmt.NAME, ())]
+    refused = [k for k in given if k not in fmt.OPTIONS]
     if refused:
         raise ValueError(f"{file} stores its own {' and '.join(refused)}; do not pass them")
     if "special_tokens" in given and not isinstance(special_tokens, dict):
@@ -119,8 +118,6 @@ def load(
     if fmt is model:
         tok.unicode_version = data.unicode_version or _v1_unicode(data.pattern)
         _check_unicode(tok.unicode_version, file)
-    else:
-        resolve_pattern(data.pattern)
     return tok
 
 

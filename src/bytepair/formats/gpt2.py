@@ -24,6 +24,7 @@ from ._common import (
 
 NAME = "gpt2"
 FILES = ("vocab.json", "merges.txt")
+OPTIONS: tuple[str, ...] = ("pattern", "special_tokens")
 
 
 def matches(path: Path) -> bool:

@@ -28,6 +28,7 @@ from ._common import read_text as _read_text
 NAME = "hf"
 FILE = "tokenizer.json"
 FILES = (FILE,)
+OPTIONS: tuple[str, ...] = ()
 
 #: Presets whose regex Oniguruma reads differently: the equivalent form written for HF. cl100k's
 #: `\p{N}{1,3}+` is possessive in fancy-regex but means `(\p{N}{1,3})+` in Oniguruma's Ruby
@@ -168,6 +169,8 @@ def _pattern(f: _Doc, pre: object) -> str:
     if not isinstance(steps, list) or len(steps) != 2:
         raise f.unsupported("pre_tokenizer", pre)
     split, byte_level = steps
+    if not isinstance(split, dict):
+        raise f.unsupported("first pre-tokenizer", split)
     if not (
         isinstance(byte_level, dict)
         and byte_level.get("type") == "ByteLevel"
@@ -175,7 +178,8 @@ def _pattern(f: _Doc, pre: object) -> str:
         and not byte_level.get("add_prefix_space", False)
     ):
         raise f.unsupported("second pre-tokenizer", byte_level)
-    regex = split.get("pattern", {}).get("Regex") if isinstance(split, dict) else None
+    pattern = split.get("pattern")
+    regex = pattern.get("Regex") if isinstance(pattern, dict) else None
     if not (
         split.get("type") == "Split"
         and isinstance(regex, str)
@@ -215,13 +219,8 @@ def _model(
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     if model.get("type", "BPE") != "BPE":
         raise f.unsupported("model type", model.get("type"))
-    for key, ok in (
-        ("dropout", None),
-        ("continuing_subword_prefix", None),
-        ("end_of_word_suffix", None),
-        ("byte_fallback", False),
-    ):
-        if model.get(key) not in (ok, "") or (key == "byte_fallback" and model.get(key)):
+    for key in ("dropout", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback"):
+        if model.get(key) not in (None, "", False):  # absent, empty or off
             raise f.unsupported(f"model option {key}=", model.get(key))
     raw = model.get("vocab")
     if not isinstance(raw, dict):

@@ -17,6 +17,7 @@ from ._common import ModelData, read_text
 NAME = "bytepair"
 MODEL_FILE = "bytepair.model"
 FILES = (MODEL_FILE,)
+OPTIONS: tuple[str, ...] = ()
 MODEL_HEADER = "#bytepair-model v2"
 #: Files without a `unicode` line, written before the Unicode version was pinned.
 MODEL_HEADER_V1 = "#bytepair-model v1"

@@ -20,6 +20,7 @@ from ._common import ModelData, check_id, read_json, read_text
 NAME = "tiktoken"
 FILE = "tokenizer.tiktoken"
 FILES = (FILE, FILE + ".json")
+OPTIONS: tuple[str, ...] = ("pattern", "special_tokens")
 SUFFIX = ".tiktoken"
 
 
