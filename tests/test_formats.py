@@ -293,6 +293,22 @@ def test_tiktoken_bad_line_is_named(trained, tmp_path: Path) -> None:
             bytepair.load(path)
 
 
+def test_lone_surrogate_tokens_are_refused_naming_the_file(trained, tmp_path: Path) -> None:
+    """Found by the fuzzer: JSON can spell a lone surrogate ("\\ud800"), UTF-8 cannot."""
+    trained.save(tmp_path, formats=["tiktoken", "hf"])
+    sidecar = tmp_path / "tokenizer.tiktoken.json"
+    doc = _json(sidecar)
+    doc["special_tokens"]["\ud800"] = 5000
+    sidecar.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tiktoken\.json: token '\\ud800' holds a lone"):
+        bytepair.load(tmp_path / "tokenizer.tiktoken")
+    doc = _json(tmp_path / "tokenizer.json")
+    doc["added_tokens"][0]["content"] = "\udfff"
+    (tmp_path / "tokenizer.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tokenizer\.json: token '\\udfff' holds a lone"):
+        bytepair.load(tmp_path / "tokenizer.json")
+
+
 def test_tiktoken_refuses_ids_out_of_merge_order(tmp_path: Path) -> None:
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"abc", 257: b"ab"}
     tok = bytepair.Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")])

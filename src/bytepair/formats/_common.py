@@ -98,6 +98,17 @@ def decode_token(text: str, where: str) -> bytes:
     return text.translate(_from_gpt2()).encode("latin-1")
 
 
+def utf8(text: str, where: object) -> bytes:
+    """A token's text as UTF-8; a lone surrogate (JSON allows "\\ud800") is an error naming
+    `where`."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{where}: token {text!r} holds a lone surrogate, which UTF-8 cannot encode"
+        ) from None
+
+
 def read_text(path: str | os.PathLike) -> str:
     """A UTF-8 text file's content (a leading byte-order mark, as some editors write, is
     dropped); invalid UTF-8 is an error naming the file, line and byte."""

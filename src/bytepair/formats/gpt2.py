@@ -20,6 +20,7 @@ from ._common import (
     read_json,
     read_text,
     starts_like_hf,
+    utf8,
 )
 
 NAME = "gpt2"
@@ -82,7 +83,7 @@ def read_pair(
             raise ValueError(f"{vocab_path}: id {token_id} is given to two tokens")
         texts[token_id] = text
         if text in given or (special_tokens is None and not is_gpt2_text(text)):
-            vocab[token_id] = text.encode("utf-8")
+            vocab[token_id] = utf8(text, vocab_path)
         else:
             vocab[token_id] = decode_token(text, f"{vocab_path}: token {text!r}")
     merges, merge_lines = _read_merges(merges_path)
@@ -92,7 +93,7 @@ def read_pair(
         found |= {i: texts[i] for i, b in vocab.items() if len(b) > 1 and b not in made}
         special_ids = {t: i for i, t in sorted(found.items())}
         for t, i in special_ids.items():
-            vocab[i] = t.encode("utf-8")
+            vocab[i] = utf8(t, vocab_path)
     else:
         special_ids = {t: i for i, t in sorted(texts.items()) if t in given}
     _check_tokens(vocab, merges, merge_lines, vocab_path, merges_path)

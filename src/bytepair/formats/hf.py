@@ -22,6 +22,7 @@ from ._common import (
     gpt2_vocab_json,
     read_json,
     starts_like_hf,
+    utf8,
 )
 from ._common import read_text as _read_text
 
@@ -229,7 +230,7 @@ def _model(
     for text, token_id in raw.items():
         check_id(token_id, f.path, f"token {text!r}")
         if text in specials and specials[text] == token_id:
-            vocab[token_id] = text.encode("utf-8")
+            vocab[token_id] = utf8(text, f.path)
             continue
         try:
             vocab[token_id] = decode_token(text, "")
@@ -240,7 +241,7 @@ def _model(
                 text,
             ) from None
     for text, token_id in specials.items():
-        vocab.setdefault(token_id, text.encode("utf-8"))
+        vocab.setdefault(token_id, utf8(text, f.path))
     merges = [_merge(f, m, n) for n, m in enumerate(_list(f, model.get("merges")))]
     if model.get("ignore_merges"):
         _check_ignore_merges(f, vocab, merges, set(specials.values()))

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 
 from ..patterns import PRESETS
-from ._common import ModelData, check_id, read_json, read_text
+from ._common import ModelData, check_id, read_json, read_text, utf8
 
 NAME = "tiktoken"
 FILE = "tokenizer.tiktoken"
@@ -91,7 +91,7 @@ def read(
         specials = _given_specials(special_tokens, max(ranks.values(), default=-1) + 1, path)
     vocab = {r: b for b, r in ranks.items()}
     for token, i in specials.items():
-        vocab.setdefault(i, token.encode("utf-8"))
+        vocab.setdefault(i, utf8(token, sidecar if sidecar.exists() else path))
     return ModelData(vocab, _merges_of(ranks, path), specials, pattern)
 
 
