@@ -7,6 +7,7 @@ pub use unicode::UNICODE_VERSION;
 pub mod count;
 pub mod encode;
 pub mod pretokenize;
+pub mod pretokenize_gpt4;
 #[rustfmt::skip]
 mod tables;
 pub mod train;

@@ -297,6 +297,7 @@ fn pretokenize(text: &str, special_tokens: Vec<String>, pattern: &str) -> PyResu
 fn pretokenizer_kind(pattern: &str) -> PyResult<&'static str> {
     Ok(match Pretokenizer::new(pattern).map_err(pretokenize_err)? {
         Pretokenizer::Gpt2 => "gpt2",
+        Pretokenizer::Cl100k => "cl100k",
         Pretokenizer::Regex(_) => "regex",
     })
 }
@@ -554,6 +555,7 @@ impl PyEncoder {
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GPT2_PATTERN", GPT2_PATTERN)?;
+    m.add("CL100K_PATTERN", crate::pretokenize_gpt4::CL100K_PATTERN)?;
     m.add("UNICODE_VERSION", crate::UNICODE_VERSION)?;
     m.add_class::<PyWordCounts>()?;
     m.add_class::<PyEncoder>()?;

@@ -5,6 +5,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 GPT2_PATTERN: str
+CL100K_PATTERN: str
 UNICODE_VERSION: str
 
 class WordCounts:

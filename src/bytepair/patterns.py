@@ -1,7 +1,7 @@
-"""Pretokenization patterns by name. The GPT-2 pattern runs on the core's hand-written scanner;
-any other regex, the GPT-4 presets included, runs on fancy-regex (Rust), the engine tiktoken
-uses, so a preset splits text exactly as tiktoken does. The GPT-2 string is defined once, in the
-core (`pretokenize.rs`): the scanner is chosen by equality with it, so a copy could drift.
+"""Pretokenization patterns by name. The GPT-2 and GPT-4 (cl100k) patterns run on the core's
+hand-written scanners; any other regex, o200k included, runs on fancy-regex (Rust), the engine
+tiktoken uses, so every preset splits text exactly as tiktoken does. The scanned patterns are
+defined once, in the core: a scanner is chosen by equality with its string, so a copy could drift.
 """
 
 from . import _core
@@ -9,11 +9,9 @@ from ._checks import is_utf8
 
 GPT2_PATTERN: str = _core.GPT2_PATTERN
 
-#: GPT-4's (tiktoken `cl100k_base`), verbatim from tiktoken 0.14.0's `openai_public.py`.
-CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
+#: GPT-4's (tiktoken `cl100k_base`), verbatim from tiktoken 0.14.0; it has a hand-written scanner
+#: in the core (`pretokenize_gpt4.rs`), chosen by equality with this string.
+CL100K_PATTERN: str = _core.CL100K_PATTERN
 
 #: GPT-4o's (tiktoken `o200k_base`), verbatim from tiktoken 0.14.0's `openai_public.py`.
 O200K_PATTERN = "|".join(
