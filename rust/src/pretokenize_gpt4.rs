@@ -76,10 +76,9 @@ pub(crate) fn cl100k_token_end(b: &[u8], i: usize) -> usize {
     if class == LETTER {
         return run(b, i, LETTER, usize::MAX);
     }
-    if class != NUMBER && b[i] != b'\r' && b[i] != b'\n' && i + len < n {
-        if class_at(b, i + len).0 == LETTER {
-            return run(b, i + len, LETTER, usize::MAX);
-        }
+    let optional = class != NUMBER && b[i] != b'\r' && b[i] != b'\n';
+    if optional && i + len < n && class_at(b, i + len).0 == LETTER {
+        return run(b, i + len, LETTER, usize::MAX);
     }
     // 3. \p{N}{1,3}+
     if class == NUMBER {
