@@ -109,9 +109,11 @@ def _sizes(text: str) -> list[int]:
 
 
 def _train(args: argparse.Namespace) -> None:
+    from .formats import check_formats
     from .resume import shrink
     from .train import train_with_report
 
+    check_formats(args.formats)  # before training, not after
     bad = [n for n in args.save_at if n >= args.vocab_size]
     if bad:
         raise ValueError(f"--save-at sizes must be below --vocab-size {args.vocab_size}: {bad}")

@@ -37,7 +37,7 @@ def save(
 
     >>> save(tok, "tok/", formats=["hf"])  # doctest: +SKIP
     """
-    chosen = _chosen(formats)
+    chosen = check_formats(formats)
     out = Path(directory)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"output path exists and is not a directory: {out}")
@@ -51,7 +51,8 @@ def save(
     return [out / name for name in files]
 
 
-def _chosen(formats: Iterable[str] | None) -> list[Any]:
+def check_formats(formats: Iterable[str] | None) -> list[Any]:
+    """The format modules named (all for None); an unknown name is a ValueError."""
     if formats is None:
         return list(FORMATS)
     if isinstance(formats, str):
