@@ -20,7 +20,8 @@ from bytepair.cli import main as cli_main
 from bytepair.io import MODEL_FILE, MODEL_HEADER, encode_token
 
 SPECIAL = "<|endoftext|>"
-MODEL_FILES = {"vocab.json", "merges.txt", MODEL_FILE}
+MODEL_FILES = {"vocab.json", "merges.txt", MODEL_FILE, "tokenizer.json", "tokenizer.tiktoken",
+               "tokenizer.tiktoken.json"}
 TEXT = (
     "The quick brown fox jumps over the lazy dog. It's 12 o'clock!\n"
     "Héllo wörld, 你好 🙃 — the end.<|endoftext|>\n\n"
@@ -59,7 +60,7 @@ def _no_temp_files(folder: Path) -> list[str]:
 # --- train ----------------------------------------------------------------------------------------
 
 
-def test_train_writes_the_three_files(trained: Path) -> None:
+def test_train_writes_every_format(trained: Path) -> None:
     assert {p.name for p in trained.iterdir()} == MODEL_FILES
     assert (trained / MODEL_FILE).read_text(encoding="utf-8").splitlines()[0] == MODEL_HEADER
 
@@ -246,12 +247,13 @@ def test_encode_missing_path(trained: Path, corpus: Path, tmp_path: Path, what: 
     assert not (tmp_path / "ids.npy").exists()
 
 
-def test_encode_gpt2_only_folder_explains(trained: Path, corpus: Path, tmp_path: Path) -> None:
-    (trained / MODEL_FILE).unlink()
-    result = run_cli("encode", trained, corpus, "-o", tmp_path / "ids.npy", cwd=tmp_path)
-    assert result.returncode == 2
-    assert "Traceback" not in result.stderr
-    assert "from_files" in result.stderr
+def test_encode_with_any_format_folder(trained: Path, corpus: Path, tmp_path: Path) -> None:
+    expected = bytepair.load(trained).encode(corpus.read_text(encoding="utf-8"))
+    for name in (MODEL_FILE, "tokenizer.json", "tokenizer.tiktoken"):  # then GPT-2 files only
+        (trained / name).unlink()
+        result = run_cli("encode", trained, corpus, "-o", tmp_path / "ids.npy", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert np.load(tmp_path / "ids.npy").tolist() == expected
 
 
 # --- the command itself ---------------------------------------------------------------------------

@@ -40,7 +40,9 @@ def test_version_is_exposed() -> None:
 
 
 @pytest.mark.parametrize("context", CONTEXTS)
-@pytest.mark.parametrize("preset", sorted(PRESETS))
+@pytest.mark.parametrize(
+    "preset", [p for p in sorted(PRESETS) if _core.pretokenizer_kind(PRESETS[p]) != "regex"]
+)
 def test_scanner_equals_regex_engine_on_every_code_point(preset: str, context: str) -> None:
     engine = f"(?:{PRESETS[preset]})"  # the same pattern, not recognised as a preset
     text = DELIMITER.join(context.format(c=c) for c in ALL_CHARS)

@@ -13,8 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use crate::tables::{BLOCKS, BLOCK_INDEX, BLOCK_SHIFT};
+use gpt4::{cl100k_token_end, CL100K_PATTERN};
 
 mod ascii;
+pub mod gpt4;
 
 /// The GPT-2 pretokenization pattern; a pattern equal to it runs on the hand-written scanner.
 pub const GPT2_PATTERN: &str =
@@ -38,7 +40,7 @@ pub enum PretokenizeError {
 }
 
 /// The class of `\s` in `tables.rs` (0 is other, 1 `\p{L}`, 2 `\p{N}`).
-const SPACE: u8 = 3;
+pub(crate) const SPACE: u8 = 3;
 
 /// Class of a code point under the GPT-2 pattern: other, `\p{L}`, `\p{N}` or `\s`.
 #[inline(always)]
@@ -49,7 +51,7 @@ pub(crate) fn class_of(cp: u32) -> u8 {
 
 /// Decodes the code point starting at `i` of valid UTF-8; returns it and its length in bytes.
 #[inline(always)]
-fn decode_at(b: &[u8], i: usize) -> (u32, usize) {
+pub(crate) fn decode_at(b: &[u8], i: usize) -> (u32, usize) {
     let b0 = b[i] as u32;
     if b0 < 0x80 {
         (b0, 1)
@@ -86,7 +88,7 @@ static ASCII: [u8; 128] = {
 
 /// Class of the character at byte `i`, with its length.
 #[inline(always)]
-fn class_at(b: &[u8], i: usize) -> (u8, usize) {
+pub(crate) fn class_at(b: &[u8], i: usize) -> (u8, usize) {
     if b[i] < 0x80 {
         return (ASCII[b[i] as usize], 1);
     }
@@ -179,6 +181,8 @@ const REGEX_SIZE_LIMIT: usize = 64 << 20;
 pub enum Pretokenizer {
     /// The hand-written GPT-2 scanner.
     Gpt2,
+    /// The hand-written GPT-4 (cl100k) scanner (`pretokenize/gpt4.rs`).
+    Cl100k,
     /// Any other pattern, run by fancy-regex.
     Regex(Box<fancy_regex::Regex>),
 }
@@ -188,6 +192,9 @@ impl Pretokenizer {
     pub fn new(pattern: &str) -> Result<Self, PretokenizeError> {
         if pattern == GPT2_PATTERN {
             return Ok(Self::Gpt2);
+        }
+        if pattern == CL100K_PATTERN {
+            return Ok(Self::Cl100k);
         }
         // Bounded compiled size: fancy-regex otherwise compiles some patterns (a lookbehind
         // over a large repetition) by asking for gigabytes, and a failed allocation aborts.
@@ -231,6 +238,15 @@ impl Pretokenizer {
                         continue;
                     }
                     let end = gpt2_token_end(b, i);
+                    f(&text[i..end]);
+                    i = end;
+                }
+            }
+            Self::Cl100k => {
+                let b = text.as_bytes();
+                let mut i = 0;
+                while i < b.len() {
+                    let end = cl100k_token_end(b, i);
                     f(&text[i..end]);
                     i = end;
                 }

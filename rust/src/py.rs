@@ -297,6 +297,7 @@ fn pretokenize(text: &str, special_tokens: Vec<String>, pattern: &str) -> PyResu
 fn pretokenizer_kind(pattern: &str) -> PyResult<&'static str> {
     Ok(match Pretokenizer::new(pattern).map_err(pretokenize_err)? {
         Pretokenizer::Gpt2 => "gpt2",
+        Pretokenizer::Cl100k => "cl100k",
         Pretokenizer::Regex(_) => "regex",
     })
 }
@@ -305,9 +306,10 @@ fn pretokenizer_kind(pattern: &str) -> PyResult<&'static str> {
 type TrainOutput<'py> = (Vec<(TokenId, TokenId)>, Vec<Bound<'py, PyBytes>>);
 
 /// Runs `num_merges` merges on `counts`; returns (merges as id pairs, bytes of every id).
-/// With `consume`, the table is emptied (its memory is reused) instead of copied.
+/// With `consume`, the table is emptied (its memory is reused) instead of copied. `start`:
+/// merges of an earlier run to continue from (counted in `num_merges`).
 #[pyfunction]
-#[pyo3(signature = (counts, num_merges, *, num_threads=1, consume=false, progress=None))]
+#[pyo3(signature = (counts, num_merges, *, num_threads=1, consume=false, progress=None, start=Vec::new()))]
 fn train_bpe<'py>(
     py: Python<'py>,
     counts: &PyWordCounts,
@@ -315,6 +317,7 @@ fn train_bpe<'py>(
     num_threads: usize,
     consume: bool,
     progress: Option<Py<PyAny>>,
+    start: Vec<(TokenId, TokenId)>,
 ) -> PyResult<TrainOutput<'py>> {
     let table = if consume {
         std::mem::take(&mut *counts.lock())
@@ -323,12 +326,13 @@ fn train_bpe<'py>(
     };
     let mut reporter = Progress::new(progress);
     let result = py.detach(|| {
-        train::train(table, num_merges, num_threads, &mut |n| {
+        train::train_from(table, &start, num_merges, num_threads, &mut |n| {
             reporter.report(n as u64)
         })
     });
     let result = result.map_err(|e| match e {
         TrainError::Threads(_) => PyRuntimeError::new_err(e.to_string()),
+        TrainError::BadStartMerge { .. } => PyValueError::new_err(e.to_string()),
         TrainError::CountsTooLarge(..) => PyOverflowError::new_err(e.to_string()),
     });
     let result = result.map(|r| {
@@ -552,6 +556,7 @@ impl PyEncoder {
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GPT2_PATTERN", GPT2_PATTERN)?;
+    m.add("CL100K_PATTERN", crate::pretokenize::gpt4::CL100K_PATTERN)?;
     m.add("UNICODE_VERSION", crate::UNICODE_VERSION)?;
     m.add_class::<PyWordCounts>()?;
     m.add_class::<PyEncoder>()?;

@@ -22,6 +22,19 @@ pub enum TrainError {
     /// The worker threads could not be started.
     #[error("could not start threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
+    /// A merge to continue from joins a token that does not exist before it.
+    #[error(
+        "merge {index} to continue from joins token ids {pair:?}, but only ids below {limit} \
+         exist before it (each merge joins bytes or earlier merges)"
+    )]
+    BadStartMerge {
+        /// The merge's position.
+        index: usize,
+        /// Its two token ids.
+        pair: Pair,
+        /// One more than the largest id that exists before it.
+        limit: TokenId,
+    },
     /// A pair count would pass 2^64 - 1.
     #[error(
         "the word counts are too large: the pair ({0:?}, {1:?}) occurs more than 2^64 - 1 \
@@ -79,6 +92,33 @@ impl Words {
             words.counts.push(n);
         }
         words
+    }
+
+    /// Applies `merges` (merge i makes token 256 + i) to every word, as training made them:
+    /// merging the adjacent pair of lowest rank until none is left equals applying the merges
+    /// one by one in order, since no merge joins a token made after it. One pass per word,
+    /// so continuing from N merges costs about one encoding of the distinct words, not N passes.
+    fn apply_merges(&mut self, merges: &[Pair]) {
+        if merges.is_empty() {
+            return;
+        }
+        let mut rank: FastMap<Pair, TokenId> = FastMap::default();
+        for (i, &pair) in merges.iter().enumerate() {
+            rank.entry(pair).or_insert(i as TokenId);
+        }
+        for w in 0..self.spans.len() {
+            let (start, mut len) = self.spans[w];
+            let t = &mut self.tokens[start..start + len];
+            loop {
+                let best = t[..len]
+                    .windows(2)
+                    .filter_map(|p| rank.get(&(p[0], p[1])).map(|&r| (r, (p[0], p[1]))))
+                    .min();
+                let Some((r, pair)) = best else { break };
+                len = merge_word(&mut t[..len], 0, pair, 256 + r, |_, _| {});
+            }
+            self.spans[w].1 = len;
+        }
     }
 
     fn word(&self, w: usize) -> &[TokenId] {
@@ -370,17 +410,46 @@ pub fn train(
     num_threads: usize,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<TrainResult, TrainError> {
+    train_from(counts, &[], num_merges, num_threads, progress)
+}
+
+/// `train`, continued from `start`: merges of an earlier run (merge i makes id 256 + i),
+/// applied to the words first; the loop then goes on to `num_merges` in all. On the same words,
+/// continuing from the first N merges of a run gives that run's merges exactly: the words and
+/// pair counts after applying them are the run's state after N merges.
+pub fn train_from(
+    counts: WordCounts,
+    start: &[Pair],
+    num_merges: usize,
+    num_threads: usize,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Result<TrainResult, TrainError> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(crate::worker_count(num_threads))
         .build()?;
-    let mut words = Words::new(counts);
-    let mut index = PairIndex::new(&words)?;
     let mut vocab: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for (index, &pair) in start.iter().enumerate() {
+        let limit = vocab.len() as TokenId;
+        if pair.0 >= limit || pair.1 >= limit {
+            return Err(TrainError::BadStartMerge { index, pair, limit });
+        }
+        vocab.push(
+            [
+                vocab[pair.0 as usize].as_slice(),
+                vocab[pair.1 as usize].as_slice(),
+            ]
+            .concat(),
+        );
+    }
+    let mut words = Words::new(counts);
+    words.apply_merges(start);
+    let mut index = PairIndex::new(&words)?;
     let entries = index.counts.iter().map(|(&p, &n)| (n, p)).collect();
     let mut heap = PairHeap::from_vec(entries, &vocab);
     // Only a capacity hint, bounded by the pairs there are now: `num_merges` is not trusted (a
     // huge one would be a huge allocation); the vector grows past the hint if it must.
-    let mut merges = Vec::with_capacity(num_merges.min(heap.data.len() + 1024));
+    let mut merges = Vec::with_capacity(num_merges.min(heap.data.len() + start.len() + 1024));
+    merges.extend_from_slice(start);
     let mut net: FastMap<Pair, i128> = FastMap::default();
     // One set of buffers per thread, reused by every merge (allocation was 10% of merge time).
     let mut deltas: Vec<MergeDelta> = (0..pool.current_num_threads())
@@ -503,6 +572,29 @@ mod tests {
         assert_eq!(merged_bytes(&r), ["b c"]);
         let too_big = train(counts(&[("ab", u64::MAX), ("xab", 1)]), 1, 1, &mut |_| true);
         assert!(matches!(too_big, Err(TrainError::CountsTooLarge(..))));
+    }
+
+    #[test]
+    fn continuing_equals_one_run() {
+        let words = [
+            ("low", 5),
+            ("lower", 2),
+            ("widest", 3),
+            ("newest", 6),
+            ("aaaa", 2),
+        ];
+        let full = train(counts(&words), 14, 1, &mut |_| true).unwrap();
+        for n in [0, 1, 5, 13, 14] {
+            let more = train_from(counts(&words), &full.merges[..n], 14, 2, &mut |_| true);
+            let more = more.unwrap();
+            assert_eq!(more.merges, full.merges);
+            assert_eq!(more.vocab, full.vocab);
+        }
+        let bad = train_from(counts(&words), &[(97, 256)], 3, 1, &mut |_| true);
+        assert!(matches!(
+            bad,
+            Err(TrainError::BadStartMerge { index: 0, .. })
+        ));
     }
 
     #[test]

@@ -13,17 +13,24 @@ mod tests {
     use crate::pretokenize::{class_of, Pretokenizer, GPT2_PATTERN};
 
     /// The presets that run on a hand-written scanner: (name, pattern).
-    const PRESETS: [(&str, &str); 1] = [("gpt2", GPT2_PATTERN)];
+    const PRESETS: [(&str, &str); 2] = [
+        ("gpt2", GPT2_PATTERN),
+        ("cl100k", crate::pretokenize::gpt4::CL100K_PATTERN),
+    ];
 
     /// Each code point's neighbours tell its class apart: letter or not (`a?b`), number or not
     /// (` ?1`), whitespace or not (`?\n`, the lookahead), alone, after a space, and a contraction.
-    const CONTEXTS: [(&str, &str); 6] = [
+    const CONTEXTS: [(&str, &str); 10] = [
         ("a", "b"),
         (" ", "1"),
         ("", "\n"),
         ("", ""),
         (" ", ""),
         ("x", "'s"),
+        ("'", ""),
+        ("'l", "e"),
+        ("", "  \r\n x"),
+        ("12", "34"),
     ];
 
     fn all_chars() -> impl Iterator<Item = char> {
@@ -69,7 +76,7 @@ mod tests {
         for (name, pattern) in PRESETS {
             let scanner = Pretokenizer::new(pattern).unwrap();
             assert!(
-                matches!(scanner, Pretokenizer::Gpt2),
+                !matches!(scanner, Pretokenizer::Regex(_)),
                 "{name} has no scanner"
             );
             let engine = Pretokenizer::new(&format!("(?:{pattern})")).unwrap();

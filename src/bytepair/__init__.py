@@ -2,13 +2,15 @@
 
 from ._core import UNICODE_VERSION
 from .encoding import Tokenizer
-from .io import load, save
-from .patterns import GPT2_PATTERN
+from .formats import load, save
+from .patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 from .pretokenize import WordCounts, count_files, count_texts
 from .train import train, train_bpe, train_from_counts, train_from_iterator
 
 __all__ = [
+    "CL100K_PATTERN",
     "GPT2_PATTERN",
+    "O200K_PATTERN",
     "UNICODE_VERSION",
     "Tokenizer",
     "WordCounts",

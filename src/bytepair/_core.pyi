@@ -5,6 +5,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 GPT2_PATTERN: str
+CL100K_PATTERN: str
 UNICODE_VERSION: str
 
 class WordCounts:
@@ -84,4 +85,5 @@ def train_bpe(
     *,
     consume: bool = False,
     progress: Callable[[int], object] | None = None,
+    start: list[tuple[int, int]] = ...,
 ) -> tuple[list[tuple[int, int]], list[bytes]]: ...

@@ -36,12 +36,37 @@ def _parser() -> argparse.ArgumentParser:
         "--output",
         type=Path,
         required=True,
-        help="output folder: vocab.json, merges.txt, bytepair.model",
+        help="output folder: vocab.json, merges.txt, tokenizer.json, tokenizer.tiktoken "
+        "(+ .json sidecar), bytepair.model",
     )
     train.add_argument(
         "--pattern",
-        default="gpt2",
-        help="pretokenization: a preset name (gpt2) or a regex (default: gpt2)",
+        default=None,
+        help="pretokenization: a preset name (gpt2, cl100k, o200k) or a regex (default: gpt2, "
+        "or the pattern of --continue-from)",
+    )
+    train.add_argument(
+        "--save-at",
+        type=_sizes,
+        default=[],
+        metavar="N,N,...",
+        help="also write the tokenizers of these smaller vocabulary sizes, from the same run, "
+        "into OUTPUT/N/ (each equal to a separate run at that size)",
+    )
+    train.add_argument(
+        "--continue-from",
+        type=Path,
+        default=None,
+        metavar="TOKENIZER",
+        help="a saved tokenizer (folder or file) whose ids and merges are kept; training "
+        "goes on from them to --vocab-size",
+    )
+    train.add_argument(
+        "--formats",
+        type=lambda text: text.split(","),
+        default=None,
+        metavar="F,F,...",
+        help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
     )
     _common_options(train)
 
@@ -99,9 +124,24 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected vocabulary sizes separated by commas, e.g. 8000,16000; got {text!r}"
+        ) from None
+
+
 def _train(args: argparse.Namespace) -> None:
+    from .formats import check_formats
+    from .resume import shrink
     from .train import train_with_report
 
+    check_formats(args.formats)  # before training, not after
+    bad = [n for n in args.save_at if n >= args.vocab_size]
+    if bad:
+        raise ValueError(f"--save-at sizes must be below --vocab-size {args.vocab_size}: {bad}")
     progress = None if not args.quiet else False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -113,8 +153,13 @@ def _train(args: argparse.Namespace) -> None:
             num_threads=args.threads,
             errors=args.errors,
             progress=progress,
+            continue_from=args.continue_from,
         )
-    tok.save(args.output)
+        # Cut before writing anything: a size that cannot be cut fails with no output.
+        smaller = {n: shrink(tok, min(n, len(tok.vocab))) for n in args.save_at}
+    written = [tok.save(args.output, formats=args.formats)]
+    for n, small in smaller.items():
+        written.append(small.save(args.output / str(n), formats=args.formats))
     for w in caught:
         print(f"bytepair: warning: {w.message}", file=sys.stderr)
     if report.n_replaced and args.quiet:  # else the summary says it
@@ -127,7 +172,9 @@ def _train(args: argparse.Namespace) -> None:
         print(f"bytepair: warning: {report.uncut_note()}", file=sys.stderr)
     if not args.quiet:
         print(report.summary(), file=sys.stderr)
-        print(f"wrote {args.output}/vocab.json, merges.txt, bytepair.model", file=sys.stderr)
+        for paths in written:
+            names = ", ".join(p.name for p in paths)
+            print(f"wrote {paths[0].parent}/: {names}", file=sys.stderr)
 
 
 def _encode(args: argparse.Namespace) -> None:

@@ -14,6 +14,7 @@ import operator
 import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Literal
 
 from . import _core
@@ -127,11 +128,15 @@ class Tokenizer:
         state = (self._vocab, self._merges, list(self._special_ids), self.pattern)
         return (_rebuild, (*state, self.unicode_version))
 
-    def save(self, directory: str | os.PathLike) -> None:
-        """Writes `vocab.json`, `merges.txt` and `bytepair.model` into `directory` (atomically)."""
-        from .io import save
+    def save(
+        self, directory: str | os.PathLike, *, formats: Iterable[str] | None = None
+    ) -> list[Path]:
+        """Writes the tokenizer into `directory` (atomically) in every format: GPT-2
+        `vocab.json` + `merges.txt`, HF `tokenizer.json`, `tokenizer.tiktoken` + its sidecar and
+        `bytepair.model`; `formats` picks some ("gpt2", "hf", "tiktoken", "bytepair")."""
+        from .formats import save
 
-        save(self, directory)
+        return save(self, directory, formats=formats)
 
     # --- encoding ----------------------------------------------------------------------------
     def _policy(

@@ -13,15 +13,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import _core
-from ._checks import MAX_TOKEN_ID, check_input_files, check_num_threads, check_special_tokens
+from ._checks import check_input_files, check_num_threads
 from .encoding import Tokenizer
-from .patterns import resolve_pattern
 from .pretokenize import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files, count_texts
+from .resume import MAX_VOCAB_SIZE, Plan, layout, plan
 
-#: Ids must be below 2**31 (`Tokenizer`'s limit); a larger size also made the core reserve
-#: memory for that many merges up front (2**40 aborted the process).
-MAX_VOCAB_SIZE = MAX_TOKEN_ID
-
+__all__ = ["MAX_VOCAB_SIZE", "TrainReport", "train", "train_bpe", "train_from_counts",
+           "train_from_iterator", "train_with_report"]
+#: What `continue_from` takes: a tokenizer, or a path `bytepair.load` reads.
+ContinueFrom = Tokenizer | str | os.PathLike | None
 
 @dataclass
 class TrainReport:
@@ -58,23 +58,6 @@ class TrainReport:
             f"read into memory whole (a pretoken that long, or a custom pattern and no special "
             f"token in that stretch)"
         )
-
-
-def _num_merges(vocab_size: int, special_tokens: list[str]) -> int:
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise TypeError(f"vocab_size must be an integer, got {vocab_size!r}")
-    minimum = 256 + len(special_tokens)
-    if vocab_size > MAX_VOCAB_SIZE:
-        raise ValueError(
-            f"vocab_size {vocab_size} is too large: token ids are below 2**31, so the maximum "
-            f"is {MAX_VOCAB_SIZE:,}"
-        )
-    if vocab_size < minimum:
-        raise ValueError(
-            f"vocab_size {vocab_size} is too small: it counts the 256 byte tokens and the "
-            f"{len(special_tokens)} special token(s), so the minimum is {minimum}"
-        )
-    return vocab_size - minimum
 
 
 def _show_progress(progress: bool | None) -> bool:
@@ -114,9 +97,7 @@ class _Bar:
 
 def _merge_stage(
     counts: WordCounts,
-    num_merges: int,
-    special_tokens: list[str],
-    pattern: str,
+    run: Plan,
     report: TrainReport,
     show: bool,
     consume: bool,
@@ -124,29 +105,30 @@ def _merge_stage(
 ) -> Tokenizer:
     num_threads = check_num_threads(num_threads)
     report.n_words = len(counts)
-    report.n_merges_requested = num_merges
-    bar = _Bar(show, num_merges, "merges", "merge", False)
+    report.n_merges_requested = run.num_merges
+    bar = _Bar(show, run.num_merges, "merges", "merge", False)
     start = time.perf_counter()
     try:
         pairs, token_bytes = _core.train_bpe(
-            counts, num_merges, num_threads=num_threads, consume=consume, progress=bar.to
+            counts,
+            run.num_merges,
+            num_threads=num_threads,
+            consume=consume,
+            progress=bar.to,
+            start=run.start,
         )
     finally:
         bar.close()
     report.seconds["merges"] = time.perf_counter() - start
     report.n_merges = len(pairs)
-    if len(pairs) < num_merges:
+    if len(pairs) < run.num_merges:
         warnings.warn(
-            f"stopped after {len(pairs)} of {num_merges} merges: no pair of tokens is left to "
-            f"merge (the corpus has too little distinct text); the vocabulary has "
-            f"{256 + len(pairs) + len(special_tokens)} tokens",
+            f"stopped after {len(pairs)} of {run.num_merges} merges: no pair of tokens is left "
+            f"to merge (the corpus has too little distinct text); the vocabulary has "
+            f"{len(token_bytes) + len(run.special_tokens)} tokens",
             stacklevel=3,
         )
-    vocab = dict(enumerate(token_bytes))
-    for token in special_tokens:  # ids after the last merge, in order (SPEC §1.6)
-        vocab[len(vocab)] = token.encode("utf-8")
-    merges = [(token_bytes[a], token_bytes[b]) for a, b in pairs]
-    return Tokenizer(vocab, merges, special_tokens, pattern=pattern)
+    return layout(run, pairs, token_bytes)
 
 
 def train_with_report(
@@ -154,16 +136,15 @@ def train_with_report(
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
-    pattern: str = "gpt2",
+    pattern: str | None = None,
     num_threads: int | None = None,
     errors: str = "replace",
     progress: bool | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    continue_from: ContinueFrom = None,
 ) -> tuple[Tokenizer, TrainReport]:
     """`train`, also returning the `TrainReport` (sizes, merges done, time per stage)."""
-    specials = check_special_tokens(special_tokens)
-    num_merges = _num_merges(vocab_size, specials)
-    regex = resolve_pattern(pattern)
+    run = plan(vocab_size, special_tokens, pattern, continue_from)
     files = check_input_files(inputs)
     show = _show_progress(progress)
     report = TrainReport()
@@ -173,8 +154,8 @@ def train_with_report(
     try:
         counts = count_files(
             files,
-            special_tokens=specials,
-            pattern=regex,
+            special_tokens=run.special_tokens,
+            pattern=run.pattern,
             num_threads=num_threads,
             errors=errors,
             chunk_size=chunk_size,
@@ -189,9 +170,7 @@ def train_with_report(
     if stats.n_bytes == 0:
         names = ", ".join(str(p) for p in files)
         raise ValueError(f"the input is empty ({names}): there is no text to train on")
-    tok = _merge_stage(
-        counts, num_merges, specials, regex, report, show, consume=True, num_threads=num_threads
-    )
+    tok = _merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
     return tok, report
 
 
@@ -200,17 +179,21 @@ def train(
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
-    pattern: str = "gpt2",
+    pattern: str | None = None,
     num_threads: int | None = None,
     errors: str = "replace",
     progress: bool | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    continue_from: ContinueFrom = None,
 ) -> Tokenizer:
     """Trains a byte-level BPE tokenizer on text files.
 
-    `vocab_size` counts the 256 bytes, the merges and the special tokens. Invalid UTF-8 is
-    replaced by U+FFFD (`errors="replace"`, the count is reported) or refused (`"strict"`).
-    `progress=None` shows progress bars only when stderr is a terminal.
+    `vocab_size` counts the 256 bytes, the merges and the special tokens. `pattern` is a preset
+    ("gpt2", the default, "cl100k", "o200k") or a regex. Invalid UTF-8 is replaced by U+FFFD
+    (`errors="replace"`, the count is reported) or refused (`"strict"`). `progress=None` shows
+    progress bars only when stderr is a terminal. `continue_from` (a tokenizer or a path) keeps
+    its ids and merges, applies them to the words of `inputs` and merges on to `vocab_size`;
+    its pattern and special tokens are used (new special tokens are added after).
 
     >>> tok = train(["data.txt"], 10_000, ["<|endoftext|>"])  # doctest: +SKIP
     """
@@ -223,6 +206,7 @@ def train(
         errors=errors,
         progress=progress,
         chunk_size=chunk_size,
+        continue_from=continue_from,
     )
     if report.n_replaced:
         warnings.warn(
@@ -240,9 +224,10 @@ def train_from_iterator(
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
-    pattern: str = "gpt2",
+    pattern: str | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
+    continue_from: ContinueFrom = None,
 ) -> Tokenizer:
     """Trains on an iterable of strings; each string is a separate text (no pretoken spans two).
 
@@ -250,9 +235,7 @@ def train_from_iterator(
     >>> len(tok.merges)
     4
     """
-    specials = check_special_tokens(special_tokens)
-    num_merges = _num_merges(vocab_size, specials)
-    regex = resolve_pattern(pattern)
+    run = plan(vocab_size, special_tokens, pattern, continue_from)
     show = _show_progress(progress)
     report = TrainReport()
     bar = _Bar(show, 0, "reading", "char", True)
@@ -261,8 +244,8 @@ def train_from_iterator(
     try:
         counts = count_texts(
             texts,
-            special_tokens=specials,
-            pattern=regex,
+            special_tokens=run.special_tokens,
+            pattern=run.pattern,
             num_threads=num_threads,
             progress=bar.to,
             stats=stats,
@@ -274,9 +257,7 @@ def train_from_iterator(
         raise ValueError(
             "the input is empty (the iterable gave no text): there is no text to train on"
         )
-    return _merge_stage(
-        counts, num_merges, specials, regex, report, show, consume=True, num_threads=num_threads
-    )
+    return _merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
 
 
 def train_from_counts(
@@ -284,9 +265,10 @@ def train_from_counts(
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
-    pattern: str = "gpt2",
+    pattern: str | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
+    continue_from: ContinueFrom = None,
 ) -> Tokenizer:
     """Runs the merge stage alone on word counts (e.g. merged from shards); `counts` is kept.
 
@@ -294,19 +276,10 @@ def train_from_counts(
     >>> train_from_counts(count_texts(["aaa ab"]), 257).merges
     [(b'a', b'a')]
     """
-    specials = check_special_tokens(special_tokens)
-    num_merges = _num_merges(vocab_size, specials)
+    run = plan(vocab_size, special_tokens, pattern, continue_from)
     report = TrainReport()
-    return _merge_stage(
-        counts,
-        num_merges,
-        specials,
-        resolve_pattern(pattern),
-        report,
-        _show_progress(progress),
-        consume=False,
-        num_threads=num_threads,
-    )
+    show = _show_progress(progress)
+    return _merge_stage(counts, run, report, show, consume=False, num_threads=num_threads)
 
 
 def train_bpe(

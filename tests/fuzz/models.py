@@ -1,6 +1,7 @@
-"""Fuzz targets for model files and the Tokenizer constructor: `bytepair.load` (bytepair.model),
-`Tokenizer.from_files` (GPT-2 vocab.json + merges.txt), and `Tokenizer(vocab, merges, ...)` with
-arbitrary Python values. Inputs are mutations of valid models, or built from scratch.
+"""Fuzz targets for model files and the Tokenizer constructor: `bytepair.load` (bytepair.model,
+HF tokenizer.json, tiktoken .tiktoken + sidecar), `Tokenizer.from_files` (GPT-2 vocab.json +
+merges.txt), and `Tokenizer(vocab, merges, ...)` with arbitrary Python values. Inputs are
+mutations of valid models, or built from scratch.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _check_model(inp: dict[str, bytes], workdir: Path) -> str:
     _round_trip(tok, random.Random(len(inp["bytepair.model"])))
     again = workdir / "again"
     try:
-        tok.save(again)
+        tok.save(again, formats=["bytepair", "gpt2"])
     except ValueError as e:  # a special token's text equals another token's GPT-2 form
         return clear_error(e, (ValueError,), "cannot save")
     back = bytepair.load(again)
@@ -81,7 +82,8 @@ def _gen_gpt2(rng: random.Random) -> dict[str, object]:
         files = dict(real)
         specials = ["<|endoftext|>"]
     else:
-        files = {k: v for k, v in rng.choice(base_files()).items() if k != "bytepair.model"}
+        base = rng.choice(base_files())
+        files = {k: base[k] for k in ("merges.txt", "vocab.json")}
         specials = ["<|endoftext|>", "<pad>"] if rng.random() < 0.7 else gen.special_tokens(rng)
     for name in rng.sample(sorted(files), rng.randrange(1, 3)):
         files[name] = gen.mutate(rng, files[name])
@@ -98,6 +100,48 @@ def _check_gpt2(inp: dict[str, object], workdir: Path) -> str:
         named = str(vocab) if str(vocab) in str(e) else str(merges)
         return clear_error(e, (ValueError,), named)
     _round_trip(tok, random.Random(len(inp["merges.txt"])))
+    return "loaded"
+
+
+def _gen_format(names: tuple[str, ...]):
+    """Inputs for one format: its files of a base model, one or two of them mutated."""
+
+    def generate(rng: random.Random) -> dict[str, bytes]:
+        files = {n: rng.choice(base_files())[n] for n in names[:1]}
+        base = next(b for b in base_files() if b[names[0]] == files[names[0]])
+        files |= {n: base[n] for n in names[1:]}
+        for name in rng.sample(names, rng.randrange(1, len(names) + 1)):
+            files[name] = gen.mutate(rng, files[name])
+        return files
+
+    return generate
+
+
+def _check_format(inp: dict[str, bytes], workdir: Path) -> str:
+    """Loads the first file: a tokenizer that encodes and saves back to an equal one in the
+    same format, or a ValueError that names the file at fault."""
+    for name, data in inp.items():
+        (workdir / name).write_bytes(data)
+    first = workdir / next(iter(inp))
+    fmt = "hf" if first.name.endswith(".json") else "tiktoken"
+    try:
+        tok = bytepair.load(first)
+    except Exception as e:
+        named = next((str(workdir / n) for n in inp if str(workdir / n) in str(e)), str(first))
+        return clear_error(e, (ValueError,), named)
+    _round_trip(tok, random.Random(len(inp[first.name])))
+    try:
+        tok.save(workdir / "again", formats=[fmt])
+    except ValueError as e:  # e.g. two tokens with the same bytes, a possessive interval
+        return clear_error(e, (ValueError,), "cannot save")
+    back = bytepair.load(workdir / "again")
+    if (back.vocab, back.merges, back.special_tokens, back.pattern) != (
+        tok.vocab,
+        tok.merges,
+        tok.special_tokens,
+        tok.pattern,
+    ):
+        raise Violation(f"save + load of a loaded {fmt} file changed it")
     return "loaded"
 
 
@@ -165,5 +209,8 @@ def _check_args(args: dict[str, object], workdir: Path) -> str:
 TARGETS = [
     Target("model_file", _gen_model, _check_model),
     Target("gpt2_files", _gen_gpt2, _check_gpt2),
+    Target("tokenizer_json", _gen_format(("tokenizer.json",)), _check_format),
+    Target("tiktoken_file", _gen_format(("tokenizer.tiktoken", "tokenizer.tiktoken.json")),
+           _check_format),
     Target("tokenizer_args", _gen_args, _check_args),
 ]

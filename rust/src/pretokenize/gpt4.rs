@@ -1,0 +1,166 @@
+//! A hand-written scanner for GPT-4's pattern (tiktoken `cl100k_base`), as `pretokenize.rs` has
+//! for GPT-2's: it follows the pattern's alternatives one by one with the same generated classes
+//! (`\p{L}`, `\p{N}`, `\s` from regex-syntax), so it matches fancy-regex (tiktoken's engine) on
+//! every input; tests compare the two on every code point and on fuzzed text. It does not cut
+//! streams (`safe_cut` stays at special tokens for it). o200k has no scanner yet: it needs the
+//! case classes `\p{Lu}`, `\p{Ll}`, ... that `tables.rs` does not hold.
+
+use crate::pretokenize::{class_at, decode_at, SPACE};
+
+/// GPT-4's pattern, verbatim from tiktoken 0.14.0; a pattern equal to it runs on this scanner.
+pub const CL100K_PATTERN: &str = concat!(
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+",
+    r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
+);
+
+const LETTER: u8 = 1;
+const NUMBER: u8 = 2;
+const OTHER: u8 = 0;
+
+/// The lower-case ASCII letter the character at `i` folds to under `(?i)`, if it is a letter
+/// of the contractions: ASCII either case, and U+017F (long s), which folds to `s`.
+#[inline]
+fn folded(b: &[u8], i: usize) -> Option<(u8, usize)> {
+    if i >= b.len() {
+        return None;
+    }
+    let (cp, len) = decode_at(b, i);
+    match cp {
+        0x17f => Some((b's', len)),
+        0x41..=0x5a | 0x61..=0x7a => Some(((cp as u8) | 0x20, len)),
+        _ => None,
+    }
+}
+
+/// End of `'(?i:[sdmt]|ll|ve|re)` at `i` (which holds `'`), if it matches.
+#[inline]
+fn contraction_end(b: &[u8], i: usize) -> Option<usize> {
+    let (c1, l1) = folded(b, i + 1)?;
+    if matches!(c1, b's' | b'd' | b'm' | b't') {
+        return Some(i + 1 + l1);
+    }
+    let j = i + 1 + l1;
+    let (c2, l2) = folded(b, j)?;
+    matches!((c1, c2), (b'l', b'l') | (b'v', b'e') | (b'r', b'e')).then_some(j + l2)
+}
+
+/// End of the run of characters of class `class` from `i`, at most `max` of them.
+#[inline]
+fn run(b: &[u8], mut i: usize, class: u8, max: usize) -> usize {
+    let mut k = 0;
+    while i < b.len() && k < max {
+        let (c, len) = class_at(b, i);
+        if c != class {
+            break;
+        }
+        i += len;
+        k += 1;
+    }
+    i
+}
+
+/// End of the cl100k pretoken that starts at byte `i` (< len) of `b`, following the pattern's
+/// alternatives in order, as a backtracking engine would.
+#[inline]
+pub(crate) fn cl100k_token_end(b: &[u8], i: usize) -> usize {
+    let n = b.len();
+    // 1. '(?i:[sdmt]|ll|ve|re)
+    if b[i] == b'\'' {
+        if let Some(end) = contraction_end(b, i) {
+            return end;
+        }
+    }
+    let (class, len) = class_at(b, i);
+    // 2. [^\r\n\p{L}\p{N}]?+\p{L}++ : possessive, so a leading non-letter that is taken must be
+    //    followed by a letter (the alternative does not retry without it).
+    if class == LETTER {
+        return run(b, i, LETTER, usize::MAX);
+    }
+    let optional = class != NUMBER && b[i] != b'\r' && b[i] != b'\n';
+    if optional && i + len < n && class_at(b, i + len).0 == LETTER {
+        return run(b, i + len, LETTER, usize::MAX);
+    }
+    // 3. \p{N}{1,3}+
+    if class == NUMBER {
+        return run(b, i, NUMBER, 3);
+    }
+    // 4.  ?[^\s\p{L}\p{N}]++[\r\n]*+
+    let start = if b[i] == b' ' && i + 1 < n && class_at(b, i + 1).0 == OTHER {
+        Some(i + 1)
+    } else if class == OTHER {
+        Some(i)
+    } else {
+        None
+    };
+    if let Some(start) = start {
+        let mut j = run(b, start, OTHER, usize::MAX);
+        while j < n && (b[j] == b'\r' || b[j] == b'\n') {
+            j += 1;
+        }
+        return j;
+    }
+    debug_assert_eq!(class, SPACE);
+    // The whitespace run [i, end), and where its last character and last \r or \n start.
+    let (mut end, mut last, mut newline) = (i, i, None);
+    while end < n {
+        let (c, l) = class_at(b, end);
+        if c != SPACE {
+            break;
+        }
+        if b[end] == b'\r' || b[end] == b'\n' {
+            newline = Some(end);
+        }
+        last = end;
+        end += l;
+    }
+    // 5. \s++$ : the run reaches the end of the text.
+    if end == n {
+        return n;
+    }
+    // 6. \s*[\r\n] : the longest part of the run that ends with \r or \n.
+    if let Some(p) = newline {
+        return p + 1;
+    }
+    // 7. \s+(?!\S) : the run but its last character, if that leaves one; 8. \s : one character.
+    if last > i {
+        last
+    } else {
+        i + len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::Pretokenizer;
+
+    fn both(text: &str) -> (Vec<&str>, Vec<&str>) {
+        let (mut fast, mut engine) = (Vec::new(), Vec::new());
+        let scanner = Pretokenizer::new(CL100K_PATTERN).unwrap();
+        assert!(matches!(scanner, Pretokenizer::Cl100k));
+        scanner.for_each(text, |t| fast.push(t)).unwrap();
+        let regex = Pretokenizer::new(&format!("(?:{CL100K_PATTERN})")).unwrap();
+        regex.for_each(text, |t| engine.push(t)).unwrap();
+        (fast, engine)
+    }
+
+    #[test]
+    fn scanner_follows_the_pattern() {
+        let texts = [
+            "Hello world's END 'LL it'S we'Ve 'ſ 'x '",
+            "1234567 12 a1b2 ٣٤٥٦ ½",
+            "  \n\n  x  \r\n\t y   ",
+            "a \n",
+            "!!!\r\n\r\n ??\n/x ...a .",
+            "\u{3000}漢字 \u{a0}a \u{85}b ǅa",
+            "x\n \n",
+            "",
+            " ",
+            "'",
+        ];
+        for text in texts {
+            let (fast, engine) = both(text);
+            assert_eq!(fast, engine, "{text:?}");
+        }
+    }
+}

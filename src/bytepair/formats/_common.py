@@ -1,0 +1,205 @@
+"""What every format module shares: the plain model value they read and write (`ModelData`, so
+no format imports `Tokenizer`), GPT-2's byte-to-character table (vocab.json, merges.txt and
+tokenizer.json write bytes with it), strict UTF-8 and JSON reading whose errors name the file and
+line, and atomic writes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._checks import MAX_TOKEN_ID
+
+
+@dataclass
+class ModelData:
+    """A tokenizer as data: what a format file holds. `special_tokens` maps text → id in the
+    order given; `unicode_version` is None when the format does not record it."""
+
+    vocab: dict[int, bytes]
+    merges: list[tuple[bytes, bytes]]
+    special_tokens: dict[str, int] = field(default_factory=dict)
+    pattern: str = "gpt2"
+    unicode_version: str | None = None
+
+    @classmethod
+    def of(cls, tok: Any) -> ModelData:
+        """The data of a `Tokenizer` (duck-typed: formats never import it)."""
+        return cls(tok.vocab, tok.merges, tok.special_tokens, tok.pattern, tok.unicode_version)
+
+    def plain_tokens(self) -> dict[int, bytes]:
+        """Id → bytes of every token that is not a special token."""
+        special_ids = set(self.special_tokens.values())
+        return {i: b for i, b in sorted(self.vocab.items()) if i not in special_ids}
+
+
+@functools.cache
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte → printable character table: 188 printable bytes map to themselves, the
+    other 68 to chr(256 + n) in byte order."""
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
+    table = {b: chr(b) for b in printable}
+    n = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + n)
+            n += 1
+    return table
+
+
+@functools.cache
+def unicode_to_bytes() -> dict[str, int]:
+    """The inverse of `bytes_to_unicode`."""
+    return {c: b for b, c in bytes_to_unicode().items()}
+
+
+@functools.cache
+def _to_gpt2() -> dict[int, str]:
+    """A `str.translate` table: latin-1 character of a byte → its GPT-2 character."""
+    return dict(bytes_to_unicode())
+
+
+@functools.cache
+def _from_gpt2() -> dict[int, int]:
+    """A `str.translate` table: GPT-2 character → latin-1 character of its byte."""
+    return {ord(c): b for b, c in bytes_to_unicode().items()}
+
+
+@functools.cache
+def _gpt2_chars() -> frozenset[str]:
+    return frozenset(bytes_to_unicode().values())
+
+
+def encode_token(token: bytes) -> str:
+    """A token's bytes as GPT-2 characters (C-speed: tokens can be megabytes long)."""
+    return token.decode("latin-1").translate(_to_gpt2())
+
+
+def is_gpt2_text(text: str) -> bool:
+    """Whether every character of `text` is a GPT-2 byte character."""
+    return _gpt2_chars().issuperset(text)
+
+
+def decode_token(text: str, where: str) -> bytes:
+    """GPT-2 characters back to bytes; `where` names the place for the error."""
+    bad = set(text).difference(_gpt2_chars())
+    if bad:
+        raise ValueError(f"{where}: {min(bad)!r} is not a GPT-2 byte character in {text!r}")
+    return text.translate(_from_gpt2()).encode("latin-1")
+
+
+def utf8(text: str, where: object) -> bytes:
+    """A token's text as UTF-8; a lone surrogate (JSON allows "\\ud800") is an error naming
+    `where`."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{where}: token {text!r} holds a lone surrogate, which UTF-8 cannot encode"
+        ) from None
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """A UTF-8 text file's content (a leading byte-order mark, as some editors write, is
+    dropped); invalid UTF-8 is an error naming the file, line and byte."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ValueError(
+            f"{path}: line {line}: invalid UTF-8 at byte offset {e.start} (model files are UTF-8)"
+        ) from None
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object hook that refuses a repeated key (json would keep the last silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+
+
+def read_json(path: str | os.PathLike) -> object:
+    """A JSON file's value; malformed JSON is an error naming the file and line."""
+    text = read_text(path)
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from None
+    except _DuplicateKey as e:
+        key = json.dumps(e.args[0])
+        line = text.count("\n", 0, max(text.rfind(key), 0)) + 1
+        raise ValueError(
+            f"{path}: line {line}: key {e.args[0]!r} is given twice; keep one"
+        ) from None
+    except (ValueError, RecursionError) as e:  # a number past int's digit limit; deep nesting
+        raise ValueError(f"{path}: not valid JSON here ({e})") from None
+
+
+def starts_like_hf(path: Path) -> bool:
+    """Whether a JSON file starts as HF's tokenizer.json does (`{"version": ...`)."""
+    with open(path, "rb") as f:
+        head = f.read(256).lstrip(b"\xef\xbb\xbf \t\r\n{")
+    return head.startswith(b'"version"')
+
+
+def check_id(token_id: object, path: object, what: str) -> int:
+    """A token id from a file: an int in 0..2**31-1, else an error naming `what`."""
+    if isinstance(token_id, bool) or not isinstance(token_id, int):
+        raise ValueError(f"{path}: {what} has id {token_id!r}, not an integer")
+    if not 0 <= token_id <= MAX_TOKEN_ID:
+        raise ValueError(f"{path}: {what} has id {token_id}, not in 0..2**31-1")
+    return token_id
+
+
+def gpt2_vocab_json(data: ModelData, target: str) -> dict[str, int]:
+    """Token string → id as GPT-2's vocab.json and HF's model.vocab write it (special tokens as
+    their text); refuses two tokens written alike, since one would be lost."""
+    special_ids = {i: t for t, i in data.special_tokens.items()}
+    out: dict[str, int] = {}
+    for i, b in sorted(data.vocab.items()):
+        key = special_ids[i] if i in special_ids else encode_token(b)
+        if key in out:
+            raise ValueError(
+                f"cannot save to {target}: token {i} ({b!r}) and token {out[key]} are both "
+                f"written {key!r} there (a special token's text equals another token's GPT-2 "
+                f"form, or two tokens have the same bytes); rename the special token or leave "
+                f"this format out. Nothing was written."
+            )
+        out[key] = i
+    return out
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+    """Writes `data` to `path` through a temp file in the same folder and a rename, so a reader
+    never sees a partial file; the file gets the usual permissions (0666 less the umask)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

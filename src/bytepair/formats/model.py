@@ -1,0 +1,146 @@
+"""bytepair's own versioned `bytepair.model`: the only format that keeps everything verbatim,
+the pattern, the special tokens with their ids, any vocabulary (sparse ids, tokens no merge
+makes, equal byte strings) and the Unicode version of training. Line-based, so an error names
+its line.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+from .._checks import MAX_TOKEN_ID
+from ._common import ModelData, read_text
+
+NAME = "bytepair"
+MODEL_FILE = "bytepair.model"
+FILES = (MODEL_FILE,)
+OPTIONS: tuple[str, ...] = ()
+MODEL_HEADER = "#bytepair-model v2"
+#: Files without a `unicode` line, written before the Unicode version was pinned.
+MODEL_HEADER_V1 = "#bytepair-model v1"
+MODEL_END = "#end"
+
+
+def matches(path: Path) -> bool:
+    return path.suffix == ".model"
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode("ascii")
+
+
+def render(data: ModelData) -> dict[str, str]:
+    """File name → content."""
+    lines = [
+        MODEL_HEADER,
+        f"unicode {data.unicode_version}",
+        f"pattern {json.dumps(data.pattern)}",
+        f"specials {len(data.special_tokens)}",
+    ]
+    lines += [f"{i} {json.dumps(t)}" for t, i in data.special_tokens.items()]
+    lines.append(f"vocab {len(data.vocab)}")
+    lines += [f"{i} {_b64(b)}" for i, b in sorted(data.vocab.items())]
+    lines.append(f"merges {len(data.merges)}")
+    lines += [f"{_b64(a)} {_b64(b)}" for a, b in data.merges]
+    lines.append(MODEL_END)
+    return {MODEL_FILE: "\n".join(lines) + "\n"}
+
+
+class _Lines:
+    """Numbered lines of a model file, with errors that name the line."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lines = read_text(path).splitlines()
+        self.n = 0
+
+    def error(self, what: str) -> ValueError:
+        return ValueError(f"{self.path}: line {self.n}: {what}")
+
+    def next(self) -> str:
+        if self.n >= len(self.lines):
+            self.n += 1
+            raise self.error("unexpected end of file (the file is truncated)")
+        self.n += 1
+        return self.lines[self.n - 1]
+
+    def section(self, name: str) -> tuple[str, str]:
+        key, _, value = self.next().partition(" ")
+        if key != name:
+            raise self.error(f"expected a '{name} ...' line")
+        return key, value
+
+    def count(self, name: str) -> int:
+        value = self.section(name)[1]
+        if not _is_number(value):
+            raise self.error(f"expected '{name} <count>'")
+        return int(value)
+
+    def pair(self) -> tuple[str, str]:
+        parts = self.next().split(" ", 1)
+        if len(parts) != 2:
+            raise self.error("expected two fields separated by a space")
+        return parts[0], parts[1]
+
+    def b64(self, text: str) -> bytes:
+        try:
+            return base64.b64decode(text, validate=True)
+        except ValueError:
+            raise self.error(f"{text!r} is not base64") from None
+
+    def integer(self, text: str) -> int:
+        if not _is_number(text) or int(text) > MAX_TOKEN_ID:
+            raise self.error(f"{text!r} is not a token id (an integer in 0..2**31-1)")
+        return int(text)
+
+    def json_str(self, text: str, what: str) -> str:
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, digit limit, deep nesting
+            raise self.error(f"bad JSON string ({getattr(e, 'msg', e)})") from None
+        if not isinstance(value, str):
+            raise self.error(f"the {what} must be a JSON string, got {text[:100]!r}")
+        return value
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits only (`str.isdigit` also takes '²', which `int` refuses), at most 18."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
+def read(path: Path) -> ModelData:
+    """Parses a model file; `unicode_version` is None for v1 files (the caller decides)."""
+    lines = _Lines(path)
+    header = lines.next()
+    if header not in (MODEL_HEADER, MODEL_HEADER_V1):
+        raise lines.error(f"not a bytepair model file (expected {MODEL_HEADER!r})")
+    unicode = None
+    if header == MODEL_HEADER:
+        unicode = lines.section("unicode")[1]
+        if not re.fullmatch(r"\d+\.\d+\.\d+", unicode):
+            raise lines.error(f"expected 'unicode <version>' like 16.0.0, got {unicode!r}")
+    pattern = lines.json_str(lines.section("pattern")[1], "pattern")
+    specials: dict[str, int] = {}
+    for _ in range(lines.count("specials")):
+        i, text = lines.pair()
+        token = lines.json_str(text, "special token")
+        if token in specials:
+            raise lines.error(f"special token {token!r} is listed twice")
+        specials[token] = lines.integer(i)
+    vocab: dict[int, bytes] = {}
+    for _ in range(lines.count("vocab")):
+        i, b = lines.pair()
+        token_id = lines.integer(i)
+        if token_id in vocab:
+            raise lines.error(f"token id {token_id} is listed twice")
+        vocab[token_id] = lines.b64(b)
+    merges = []
+    for _ in range(lines.count("merges")):
+        a, b = lines.pair()
+        merges.append((lines.b64(a), lines.b64(b)))
+    if lines.next() != MODEL_END:
+        raise lines.error(f"expected {MODEL_END!r} (the file is damaged or has extra lines)")
+    return ModelData(vocab, merges, specials, pattern, unicode)

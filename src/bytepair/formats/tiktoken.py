@@ -1,0 +1,186 @@
+"""tiktoken's `.tiktoken` (SPEC §3): one `base64(token bytes) rank` line per token, the rank
+being the id. tiktoken merges the adjacent pair whose joined bytes have the lowest rank, so ids
+must follow merge order (bytepair's do). The file has no pattern and no special tokens: they go
+in a JSON sidecar beside it, `NAME.tiktoken.json`, whose keys are `tiktoken.Encoding`'s
+(`name`, `pat_str`, `special_tokens`). Reading recovers the merges from the ranks as HF's
+converter does: a token's merge is the last step of tiktoken's BPE on its own bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import warnings
+from pathlib import Path
+
+from ..patterns import PRESETS
+from ._common import ModelData, check_id, read_json, read_text, utf8
+
+NAME = "tiktoken"
+FILE = "tokenizer.tiktoken"
+FILES = (FILE, FILE + ".json")
+OPTIONS: tuple[str, ...] = ("pattern", "special_tokens")
+SUFFIX = ".tiktoken"
+
+
+def matches(path: Path) -> bool:
+    return path.name.endswith((SUFFIX, SUFFIX + ".json"))
+
+
+def sidecar_of(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def render(data: ModelData, name: str = FILE) -> dict[str, str]:
+    """File name → content; refuses ids out of merge order (tiktoken would merge otherwise)."""
+    plain = data.plain_tokens()
+    id_of = {b: i for i, b in plain.items()}
+    if len(id_of) != len(plain):
+        raise ValueError(
+            "cannot save to .tiktoken: two tokens have the same bytes (tiktoken ranks are "
+            "keyed by bytes); leave this format out. Nothing was written."
+        )
+    last = 255
+    for n, (a, b) in enumerate(data.merges):
+        made = id_of.get(a + b, -1)
+        if made <= max(last, id_of.get(a, 0), id_of.get(b, 0)):
+            raise ValueError(
+                f"cannot save to .tiktoken: merge {n} makes token id {made}, which is not above "
+                f"the ids of earlier merges and of its parts; tiktoken applies merges in id "
+                f"order, so it would encode differently. Leave this format out. Nothing was "
+                f"written."
+            )
+        last = made
+    lines = "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n" for i, t in plain.items())
+    sidecar = {
+        "name": Path(name).name.removesuffix(SUFFIX),
+        "pat_str": PRESETS.get(data.pattern, data.pattern),
+        "special_tokens": data.special_tokens,
+    }
+    sidecar_text = json.dumps(sidecar, ensure_ascii=False, indent=1) + "\n"
+    return {name: lines, name + ".json": sidecar_text}
+
+
+def read(
+    path: Path,
+    *,
+    pattern: str | None = None,
+    special_tokens: dict[str, int] | list[str] | None = None,
+) -> ModelData:
+    """Parses a `.tiktoken` file and its sidecar (or `pattern=`, `special_tokens=` without
+    one). Either file may be given."""
+    if path.name.endswith(".json"):
+        path = path.with_name(path.name.removesuffix(".json"))
+    ranks = _read_ranks(path)
+    sidecar = sidecar_of(path)
+    if sidecar.exists():
+        if pattern is not None or special_tokens is not None:
+            raise ValueError(
+                f"{sidecar} gives the pattern and special tokens; do not pass pattern= or "
+                f"special_tokens= too"
+            )
+        pattern, specials = _read_sidecar(sidecar)
+    elif pattern is None:
+        raise ValueError(
+            f"{path}: a .tiktoken file holds no pattern and its sidecar {sidecar.name} is "
+            f"missing; pass pattern= (a preset name such as 'cl100k' or 'gpt2', or the regex) "
+            f"and special_tokens= ({{token: id}}) to load it"
+        )
+    else:
+        specials = _given_specials(special_tokens, max(ranks.values(), default=-1) + 1, path)
+    vocab = {r: b for b, r in ranks.items()}
+    for token, i in specials.items():
+        vocab.setdefault(i, utf8(token, sidecar if sidecar.exists() else path))
+    return ModelData(vocab, _merges_of(ranks, path), specials, pattern)
+
+
+def _read_ranks(path: Path) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    seen: set[int] = set()
+    for lineno, line in enumerate(read_text(path).split("\n"), 1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        try:
+            token = base64.b64decode(parts[0], validate=True)
+            rank = int(parts[1]) if len(parts) == 2 and parts[1].isascii() else None
+        except (binascii.Error, ValueError, IndexError):
+            token, rank = b"", None
+        if rank is None or not token:
+            raise ValueError(f"{path}: line {lineno}: expected 'base64-token rank', got {line!r}")
+        check_id(rank, f"{path}: line {lineno}", "the token")
+        if token in ranks or rank in seen:
+            raise ValueError(f"{path}: line {lineno}: token or rank {rank} is listed twice")
+        ranks[token] = rank
+        seen.add(rank)
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise ValueError(
+            f"{path}: no token for byte {missing[0]:#04x}; a byte-level .tiktoken "
+            f"file ranks all 256 single bytes"
+        )
+    return ranks
+
+
+def _read_sidecar(sidecar: Path) -> tuple[str, dict[str, int]]:
+    doc = read_json(sidecar)
+    pattern = doc.get("pat_str") if isinstance(doc, dict) else None
+    specials = doc.get("special_tokens", {}) if isinstance(doc, dict) else None
+    if not isinstance(pattern, str) or not pattern or not isinstance(specials, dict):
+        raise ValueError(
+            f"{sidecar}: expected an object with 'pat_str' (the pattern) and "
+            f"'special_tokens' ({{token: id}})"
+        )
+    for token, i in specials.items():
+        check_id(i, sidecar, f"special token {token!r}")
+    return pattern, specials
+
+
+def _given_specials(
+    special_tokens: dict[str, int] | list[str] | None, next_id: int, path: Path
+) -> dict[str, int]:
+    if special_tokens is None:
+        return {}
+    if isinstance(special_tokens, dict):
+        return {t: check_id(i, path, f"special token {t!r}") for t, i in special_tokens.items()}
+    return {t: next_id + n for n, t in enumerate(special_tokens)}
+
+
+def _merges_of(ranks: dict[bytes, int], path: Path) -> list[tuple[bytes, bytes]]:
+    """Each multi-byte token's merge: tiktoken's BPE on its bytes with lower ranks only ends in
+    two parts. A token it cannot reach (tiktoken still emits it for a whole pretoken) gets no
+    merge: bytepair cannot make it, which is said in a warning."""
+    merges: list[tuple[int, bytes, bytes]] = []
+    unreachable: list[bytes] = []
+    for token, rank in ranks.items():
+        if len(token) < 2:
+            continue
+        parts = _bpe(ranks, token, rank)
+        if len(parts) == 2:
+            merges.append((rank, parts[0], parts[1]))
+        else:
+            unreachable.append(token)
+    if unreachable:
+        warnings.warn(
+            f"{path}: {len(unreachable)} token(s), e.g. {unreachable[0]!r}, are not made by "
+            f"merging lower-ranked tokens; bytepair never produces them (tiktoken does, for a "
+            f"pretoken equal to one), so ids can differ on such text",
+            stacklevel=4,
+        )
+    merges.sort()
+    return [(a, b) for _, a, b in merges]
+
+
+def _bpe(ranks: dict[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
+    parts = [token[i : i + 1] for i in range(len(token))]
+    while len(parts) > 1:
+        best, best_rank = -1, max_rank
+        for i in range(len(parts) - 1):
+            r = ranks.get(parts[i] + parts[i + 1], max_rank)
+            if r < best_rank:
+                best, best_rank = i, r
+        if best < 0:
+            break
+        parts[best : best + 2] = [parts[best] + parts[best + 1]]
+    return parts

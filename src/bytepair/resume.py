@@ -1,0 +1,163 @@
+"""Where a training run starts and how its result is laid out: fresh (ids are bytes, merges,
+special tokens: SPEC §1.6) or continued from an existing tokenizer, whose ids and merges all
+stay (new merges and new special tokens take the next free ids); and `shrink`, the tokenizer
+of a smaller size cut from a run's result. Merges are a prefix sequence (each choice depends
+only on the ones before), so both equal separate fresh runs; the merge loop itself is Rust's.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ._checks import MAX_TOKEN_ID, check_special_tokens
+from .encoding import Tokenizer
+from .patterns import resolve_pattern
+
+#: Ids must be below 2**31 (`Tokenizer`'s limit); a larger size also made the core reserve
+#: memory for that many merges up front (2**40 aborted the process).
+MAX_VOCAB_SIZE = MAX_TOKEN_ID
+
+
+@dataclass
+class Plan:
+    """What the stages need: special tokens, pattern, merges in all, merges to start from."""
+
+    special_tokens: list[str]
+    pattern: str
+    num_merges: int
+    base: Tokenizer | None = None
+    #: The base's merges as core ids (merge i makes 256 + i).
+    start: list[tuple[int, int]] = field(default_factory=list)
+
+
+def plan(
+    vocab_size: int,
+    special_tokens: object,
+    pattern: str | None,
+    continue_from: Tokenizer | str | os.PathLike | None = None,
+) -> Plan:
+    """Checks the options of a run (and of the tokenizer it continues)."""
+    specials = check_special_tokens(special_tokens)  # type: ignore[arg-type]
+    _check_size(vocab_size)
+    if continue_from is None:
+        return Plan(specials, resolve_pattern(pattern or "gpt2"), _num_merges(vocab_size, specials))
+    base = continue_from
+    if not isinstance(base, Tokenizer):
+        from .formats import load
+
+        base = load(continue_from)  # type: ignore[arg-type]
+    if pattern is not None and resolve_pattern(pattern) != base.pattern:
+        raise ValueError(
+            f"the tokenizer to continue from splits text with {base.pattern!r}; continuing with "
+            f"another pattern ({pattern!r}) would change its merges' words. Leave the pattern out"
+        )
+    added = [t for t in specials if t not in base.special_tokens]
+    minimum = len(base.vocab) + len(added)
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size {vocab_size} is too small to continue: the tokenizer has "
+            f"{len(base.vocab)} tokens and {len(added)} special token(s) are new, so the "
+            f"minimum is {minimum}"
+        )
+    start = _core_merges(base)
+    num_merges = len(start) + vocab_size - minimum
+    return Plan([*base.special_tokens, *added], base.pattern, num_merges, base, start)
+
+
+def _check_size(vocab_size: int) -> None:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocab_size must be an integer, got {vocab_size!r}")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size {vocab_size} is too large: token ids are below 2**31, so the maximum "
+            f"is {MAX_VOCAB_SIZE:,}"
+        )
+
+
+def _num_merges(vocab_size: int, special_tokens: list[str]) -> int:
+    minimum = 256 + len(special_tokens)
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size {vocab_size} is too small: it counts the 256 byte tokens and the "
+            f"{len(special_tokens)} special token(s), so the minimum is {minimum}"
+        )
+    return vocab_size - minimum
+
+
+def _core_merges(base: Tokenizer) -> list[tuple[int, int]]:
+    """The base's merges as the core numbers tokens (byte b is b, merge i makes 256 + i)."""
+    id_of = {bytes([b]): b for b in range(256)}
+    out = []
+    for i, (a, b) in enumerate(base.merges):
+        if a not in id_of or b not in id_of:
+            raise ValueError(
+                f"cannot continue: merge {i} ({a!r}, {b!r}) joins a token that no earlier "
+                f"merge makes"
+            )
+        out.append((id_of[a], id_of[b]))
+        id_of.setdefault(a + b, 256 + i)
+    return out
+
+
+def layout(run: Plan, pairs: list[tuple[int, int]], token_bytes: list[bytes]) -> Tokenizer:
+    """The tokenizer of a run's result (core ids → the ids of SPEC §1.6, or the base's)."""
+    merges = [(token_bytes[a], token_bytes[b]) for a, b in pairs]
+    if run.base is None:
+        vocab = dict(enumerate(token_bytes))
+    else:
+        vocab = run.base.vocab
+        first_new = 256 + len(run.base.merges)
+        vocab |= {run.base.n_vocab + k: t for k, t in enumerate(token_bytes[first_new:])}
+    next_id = max(vocab) + 1
+    for token in run.special_tokens:  # new ones after the last merge, in order
+        if run.base is None or token not in run.base.special_tokens:
+            vocab[next_id] = token.encode("utf-8")
+            next_id += 1
+    return Tokenizer(vocab, merges, run.special_tokens, pattern=run.pattern)
+
+
+def _merge_ids(tok: Tokenizer) -> list[int]:
+    """The id each merge makes, in merge order (where tokens share bytes, the first free one)."""
+    ids_of: dict[bytes, list[int]] = {}
+    for i, b in sorted(tok.vocab.items(), reverse=True):
+        ids_of.setdefault(b, []).append(i)
+    special_ids = set(tok.special_tokens.values())
+    out = []
+    for a, b in tok.merges:
+        ids = [i for i in ids_of.get(a + b, []) if i not in special_ids]
+        if not ids:
+            raise ValueError(f"merge {(a, b)!r} makes no token of the vocabulary")
+        out.append(ids.pop())
+        ids_of[a + b] = ids
+    return out
+
+
+def shrink(tok: Tokenizer, vocab_size: int) -> Tokenizer:
+    """The tokenizer of `vocab_size` cut from a trained one: its first merges, every other token
+    (bytes, special tokens) kept, those after the cut renumbered to follow the last merge kept.
+    Equal to a fresh run at that size, since merges are a prefix sequence.
+
+    >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"},
+    ...                 [(b"a", b"b"), (b"ab", b"c")], ["<s>"])
+    >>> shrink(tok, 258).vocab[257], shrink(tok, 258).special_tokens
+    (b'<s>', {'<s>': 257})
+    """
+    _check_size(vocab_size)
+    n_other = len(tok.vocab) - len(tok.merges)
+    k = vocab_size - n_other
+    if not 0 <= k <= len(tok.merges):
+        raise ValueError(
+            f"cannot cut a tokenizer of {vocab_size} tokens from one of {len(tok.vocab)} with "
+            f"{n_other} tokens that are not merges: choose a size in {n_other}..{len(tok.vocab)}"
+        )
+    made = _merge_ids(tok)
+    cut = made[k] if k < len(made) else MAX_TOKEN_ID + 1
+    dropped = set(made[k:])
+    vocab = {i: b for i, b in tok.vocab.items() if i < cut and i not in dropped}
+    next_id = max(vocab) + 1
+    for i, b in sorted(tok.vocab.items()):
+        if i >= cut and i not in dropped:
+            vocab[next_id] = b
+            next_id += 1
+    return Tokenizer(vocab, tok.merges[:k], list(tok.special_tokens), pattern=tok.pattern)
