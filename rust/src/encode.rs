@@ -247,7 +247,9 @@ impl Encoder {
         let mut caches = self.take_caches(1, limit);
         let mut pos = 0;
         let result = loop {
-            let end = self.next_stop(text, pos, set);
+            let end = self
+                .next_stop(text, pos, set, CHECK_EVERY, true)
+                .unwrap_or(text.len());
             if let Err(e) = self.encode_into(&text[pos..end], set, &mut caches[0], &mut out) {
                 break Err(e);
             }
@@ -264,22 +266,57 @@ impl Encoder {
     }
 
     /// Where a piece of `text` that starts at the safe cut `pos` may end: the last safe cut
-    /// within `CHECK_EVERY` bytes, or within a window twice as large if there is none, etc.
-    fn next_stop(&self, text: &str, pos: usize, set: &SpecialSet) -> usize {
-        let mut window = CHECK_EVERY;
+    /// within `window` bytes, or within a window twice as large if there is none, etc. The end
+    /// of the text counts as a cut when `to_end`; else None when no cut follows `pos`.
+    fn next_stop(
+        &self,
+        text: &str,
+        pos: usize,
+        set: &SpecialSet,
+        mut window: usize,
+        to_end: bool,
+    ) -> Option<usize> {
         loop {
-            let mut limit = pos.saturating_add(window);
+            let mut limit = pos.saturating_add(window.max(1));
             if limit >= text.len() {
-                return text.len();
+                if to_end {
+                    return Some(text.len());
+                }
+                limit = text.len();
             }
             while !text.is_char_boundary(limit) {
                 limit -= 1;
             }
             if let Some(p) = set.matcher.safe_cut(&text[pos..limit], &self.pretok) {
-                return pos + p;
+                return Some(pos + p);
+            }
+            if limit == text.len() {
+                return None;
             }
             window *= 2;
         }
+    }
+
+    /// `text` (which starts at a safe cut) in pieces of about `size` bytes, cut where
+    /// `next_stop` allows, so that the ids never depend on where pieces fall. Unless `last`,
+    /// the text after the last safe cut is left out: what follows it may change its ids.
+    pub fn pieces<'t>(
+        &self,
+        text: &'t str,
+        set: &Option<SpecialSet>,
+        size: usize,
+        last: bool,
+    ) -> Vec<&'t str> {
+        let set = self.resolve(set);
+        let (mut pieces, mut pos) = (Vec::new(), 0);
+        while pos < text.len() {
+            let Some(end) = self.next_stop(text, pos, set, size, last) else {
+                break;
+            };
+            pieces.push(&text[pos..end]);
+            pos = end;
+        }
+        pieces
     }
 
     /// `n` caches, warm ones first, that take at most `limit` entries.

@@ -570,22 +570,20 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// Corpus encoding of one block of bytes that continues a stream from a safe cut: cuts it into
-/// pieces of about `piece_bytes` where `Specials::safe_cut` allows (so the ids never depend on
+/// pieces of about `piece_bytes` where `Encoder::pieces` allows (so the ids never depend on
 /// where pieces fall, nor on the block size), encodes them on `num_threads` threads, and returns
 /// (the ids of every piece in one array, uint16 when `small`; the offsets where each piece's
 /// ids start, and the end; the bytes consumed). Unless `last`, the bytes after the last safe cut
 /// (an unfinished character included) are not consumed: they go in front of the next block.
 /// Invalid UTF-8 raises UnicodeDecodeError (the caller decides: fail, or replace and retry).
 #[pyfunction]
-#[pyo3(signature = (encoder, data, *, last, special_tokens, pattern, piece_bytes, num_threads, small))]
+#[pyo3(signature = (encoder, data, *, last, piece_bytes, num_threads, small))]
 #[allow(clippy::too_many_arguments)]
 fn encode_block<'py>(
     py: Python<'py>,
     encoder: &PyEncoder,
     data: &[u8],
     last: bool,
-    special_tokens: Vec<String>,
-    pattern: &str,
     piece_bytes: usize,
     num_threads: usize,
     small: bool,
@@ -597,36 +595,9 @@ fn encode_block<'py>(
         }
         Err(e) => return Err(PyUnicodeDecodeError::new_err_from_utf8(py, data, e)),
     };
-    let specials = Specials::new(&special_tokens).map_err(pretokenize_err)?;
-    let pretok = Pretokenizer::new(pattern).map_err(pretokenize_err)?;
-    let piece_bytes = piece_bytes.max(1);
-    let pieces = py.detach(|| {
-        let (mut pieces, mut pos) = (Vec::new(), 0usize);
-        loop {
-            // the last cut within `piece_bytes`, or within twice that if there is none, ...
-            let mut window = piece_bytes;
-            let cut = loop {
-                let mut end = pos.saturating_add(window).min(text.len());
-                while !text.is_char_boundary(end) {
-                    end += 1;
-                }
-                match specials.safe_cut(&text[pos..end], &pretok) {
-                    Some(p) => break Some(pos + p),
-                    None if end == text.len() => break None,
-                    None => window = window.saturating_mul(2),
-                }
-            };
-            let Some(cut) = cut else { break };
-            pieces.push(&text[pos..cut]);
-            pos = cut;
-        }
-        if last && pos < text.len() {
-            pieces.push(&text[pos..]);
-        }
-        pieces
-    });
-    let consumed = pieces.iter().map(|p| p.len()).sum();
     let set = encoder.set(None)?;
+    let pieces = py.detach(|| encoder.inner.pieces(text, &set, piece_bytes, last));
+    let consumed = pieces.iter().map(|p| p.len()).sum();
     let all = interruptible(py, |check| {
         encoder
             .inner

@@ -73,8 +73,6 @@ def encode_block(
     data: bytes,
     *,
     last: bool,
-    special_tokens: list[str],
-    pattern: str,
     piece_bytes: int,
     num_threads: int,
     small: bool,

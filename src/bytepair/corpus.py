@@ -112,9 +112,7 @@ def encode_files(
     fmt = format or ("npy" if str(output).endswith(".npy") else "bin")
     out_dtype = choose_dtype(tokenizer.n_vocab, fmt, dtype)
     sources = expand_inputs(inputs)
-    opts = ReadOptions(
-        list(tokenizer.special_tokens), tokenizer.pattern, jsonl_field, column, errors, block_size
-    )
+    opts = ReadOptions(jsonl_field, column, errors, block_size)
     eot_id = _eot_id(tokenizer, eot) if append_eot else None
     config = {
         "version": _JOURNAL_VERSION,
@@ -306,8 +304,6 @@ class _Encoder:
             self.tok._core,
             data,
             last=last,
-            special_tokens=self.opts.special_tokens,
-            pattern=self.opts.pattern,
             piece_bytes=self.opts.piece_bytes,
             num_threads=self.num_threads,
             small=self.small,

@@ -62,10 +62,8 @@ class Unit:
 
 @dataclass
 class ReadOptions:
-    """How inputs are read: the tokenizer's cut rule, fields, errors, block size."""
+    """How inputs are read: fields, errors, block size."""
 
-    special_tokens: list[str]
-    pattern: str
     jsonl_field: str = "text"
     column: str = "text"
     errors: str = "replace"
