@@ -69,8 +69,28 @@ pub enum EncodeError {
 /// Long calls check for interruption (Ctrl-C) after about this many bytes of text.
 pub const CHECK_EVERY: usize = 1 << 20;
 
-/// Pretokens split ahead of their cache lookups (see `encode_into`).
+/// Pretokens split before their cache lookups, and how far ahead of a lookup its slot is asked
+/// for (see `encode_batch_of`).
+const BATCH: usize = 256;
 const AHEAD: usize = 16;
+
+/// Pretokens waiting for their lookups: byte ranges and cache keys.
+struct Batch {
+    spans: [(usize, usize); BATCH],
+    /// Packed word and its `crate::mix` hash (0 for pretokens that are not packed).
+    keys: [(u128, u64); BATCH],
+    len: usize,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            spans: [(0, 0); BATCH],
+            keys: [(0, 0); BATCH],
+            len: 0,
+        }
+    }
+}
 /// Caches kept between calls, at most, and their memory at most.
 const MAX_SPARE_CACHES: usize = 8;
 const SPARE_BYTES: usize = 160 << 20;
@@ -332,6 +352,14 @@ impl Encoder {
         caches
     }
 
+    /// Forgets the caches kept between calls (their memory, and what they learned).
+    pub fn drop_caches(&self) {
+        self.spare_caches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
     /// Keeps caches for later calls: at most `MAX_SPARE_CACHES`, of `SPARE_BYTES` in all.
     fn give_back(&self, caches: Vec<Cache>) {
         let mut spare = self.spare_caches.lock().unwrap_or_else(|p| p.into_inner());
@@ -357,30 +385,17 @@ impl Encoder {
         set.matcher.for_each_piece(text, |piece| match piece {
             Piece::Special(i) => out.push(set.ids[i]),
             Piece::Text(t) if result.is_ok() => {
-                // Two phases per `AHEAD` pretokens: split and ask for their cache slots, then
-                // look them up. The table outgrows the CPU caches on large inputs, and a lookup
-                // that waits for memory costs ~100 ns; asked for early, the slots are there.
-                let mut words: [(&[u8], u128); AHEAD] = [(&[], 0); AHEAD];
-                let mut n = 0;
-                result = self.pretok.for_each(t, |word| {
-                    let word = word.as_bytes();
-                    let mut key = 0;
-                    if (2..=crate::PACKED_MAX).contains(&word.len()) {
-                        key = crate::pack_word(word);
-                        cache.prefetch(key);
-                    }
-                    words[n] = (word, key);
-                    n += 1;
-                    if n == AHEAD {
-                        for &(word, key) in &words {
-                            self.encode_word(word, key, cache, out);
-                        }
-                        n = 0;
+                let b = t.as_bytes();
+                let mut batch = Batch::default();
+                let stop = std::sync::atomic::AtomicBool::new(false);
+                result = self.pretok.for_each_span(t, &stop, |start, end| {
+                    batch.spans[batch.len] = (start, end);
+                    batch.len += 1;
+                    if batch.len == BATCH {
+                        self.encode_batch_of(b, &mut batch, cache, out);
                     }
                 });
-                for &(word, key) in &words[..n] {
-                    self.encode_word(word, key, cache, out);
-                }
+                self.encode_batch_of(b, &mut batch, cache, out);
             }
             Piece::Text(_) => {}
         });
@@ -475,18 +490,57 @@ impl Encoder {
         result
     }
 
-    /// BPE of one pretoken, appended to `out`. Pretokens of 2 to 15 bytes are cached by their
-    /// packed `key` (`crate::pack_word`), longer ones (non-ASCII words, whitespace runs: ~9% of
-    /// the bytes) by their bytes, up to `LONG_WORD` bytes.
-    #[inline(always)]
+    /// Encodes the pretokens of `batch` (byte ranges of `b`) and empties it. Three loops, each
+    /// tight: the scanner only records ranges; then each pretoken's cache key and hash; then
+    /// the lookups, each slot asked for `AHEAD` pretokens before it is read. The table
+    /// outgrows the CPU caches on large inputs, and a lookup that waits for memory costs
+    /// ~100 ns; asked for early, the slot is there.
+    #[inline(never)]
+    fn encode_batch_of(
+        &self,
+        b: &[u8],
+        batch: &mut Batch,
+        cache: &mut Cache,
+        out: &mut Vec<TokenId>,
+    ) {
+        let n = batch.len;
+        batch.len = 0;
+        let spans = &batch.spans[..n];
+        let keys = &mut batch.keys[..n];
+        for (&(s, e), key) in spans.iter().zip(keys.iter_mut()) {
+            *key = match e - s {
+                len @ 2..=crate::PACKED_MAX => {
+                    let k = crate::pack_at(b, s, len);
+                    (k, crate::mix(k))
+                }
+                _ => (0, 0),
+            };
+        }
+        for &(_, hash) in keys.iter().take(AHEAD) {
+            cache.prefetch(hash);
+        }
+        for (i, &(s, e)) in spans.iter().enumerate() {
+            if let Some(&(_, hash)) = keys.get(i + AHEAD) {
+                cache.prefetch(hash);
+            }
+            let (key, hash) = keys[i];
+            match e - s {
+                1 => out.push(self.byte_ids[b[s] as usize]),
+                2..=crate::PACKED_MAX if cache.get(key, hash, out) => {}
+                _ => self.encode_word(&b[s..e], key, cache, out),
+            }
+        }
+    }
+
+    /// BPE of one pretoken not found in the cache of short pretokens, appended to `out`:
+    /// pretokens of 2 to 15 bytes are cached by their packed `key` (`crate::pack_word`), longer
+    /// ones (non-ASCII words, whitespace runs: ~9% of the bytes) by their bytes, up to
+    /// `LONG_WORD` bytes.
+    #[inline(never)]
     fn encode_word(&self, word: &[u8], key: u128, cache: &mut Cache, out: &mut Vec<TokenId>) {
         let short = word.len() <= crate::PACKED_MAX;
-        match word.len() {
-            0 => return,
-            1 => return out.push(self.byte_ids[word[0] as usize]),
-            _ if short && cache.get(key, out) => return,
-            n if !short && n <= LONG_WORD && cache.get_long(word, out) => return,
-            _ => {}
+        if !short && word.len() <= LONG_WORD && cache.get_long(word, out) {
+            return;
         }
         let start = out.len();
         self.merge_word(word, out);

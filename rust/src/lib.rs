@@ -46,6 +46,31 @@ pub(crate) fn pack_word(word: &[u8]) -> u128 {
     (lo as u128) | (((hi | (n as u64) << 56) as u128) << 64)
 }
 
+/// `pack_word(&b[start..start + len])` (len at most `PACKED_MAX`): where 16 bytes can be read
+/// from `start`, one load and a mask instead of `pack_word`'s length-dependent loads.
+#[inline(always)]
+pub(crate) fn pack_at(b: &[u8], start: usize, len: usize) -> u128 {
+    debug_assert!(len <= PACKED_MAX);
+    match b.get(start..start + 16) {
+        Some(window) => {
+            let bytes = u128::from_le_bytes(window.try_into().unwrap_or_default());
+            bytes & LOW_BYTES[len] | (len as u128) << 120
+        }
+        None => pack_word(&b[start..start + len]),
+    }
+}
+
+/// `LOW_BYTES[n]`: the low `n` bytes set (a table: a u128 shift is a dozen instructions).
+const LOW_BYTES: [u128; 16] = {
+    let mut masks = [0; 16];
+    let mut n = 1;
+    while n < 16 {
+        masks[n] = (1 << (8 * n)) - 1;
+        n += 1;
+    }
+    masks
+};
+
 /// Up to 8 bytes as a little-endian u64, zero-padded. Two overlapping loads instead of a
 /// variable-length copy into a buffer, whose store-then-load stalled the counting loop (perf:
 /// 15% of counting time).
@@ -66,9 +91,14 @@ fn load_short(b: &[u8]) -> u64 {
 /// The slot of a packed word in a direct-mapped cache of `2^bits` slots.
 #[inline(always)]
 pub(crate) fn hot_slot(key: u128, bits: u32) -> usize {
-    let mixed =
-        ((key as u64) ^ ((key >> 64) as u64).rotate_left(23)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (mixed >> (64 - bits)) as usize
+    (mix(key) >> (64 - bits)) as usize
+}
+
+/// A 64-bit hash of a packed word whose top bits pick its slot (`hot_slot`), whatever the
+/// table's size: a hash kept across a table's growth still finds the slot.
+#[inline(always)]
+pub(crate) fn mix(key: u128) -> u64 {
+    ((key as u64) ^ ((key >> 64) as u64).rotate_left(23)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 #[cfg(test)]
@@ -87,5 +117,12 @@ mod tests {
             );
         }
         assert_ne!(crate::pack_word(b"a"), crate::pack_word(b"a\0"));
+        let text: Vec<u8> = (100..140).collect();
+        for start in 0..text.len() {
+            for len in 0..=crate::PACKED_MAX.min(text.len() - start) {
+                let want = crate::pack_word(&text[start..start + len]);
+                assert_eq!(crate::pack_at(&text, start, len), want, "{start} {len}");
+            }
+        }
     }
 }

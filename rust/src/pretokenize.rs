@@ -229,25 +229,37 @@ impl Pretokenizer {
         stop: &AtomicBool,
         mut f: impl FnMut(&'t str),
     ) -> Result<(), PretokenizeError> {
+        self.for_each_span(text, stop, |s, e| f(&text[s..e]))
+    }
+
+    /// Calls `f(start, end)` with the byte range of each non-empty pretoken of `text`, in
+    /// order (ranges on character boundaries). The encoder's loop takes ranges, not `&str`:
+    /// slicing a `str` checks both ends for a character boundary, a tenth of its instructions.
+    #[inline]
+    pub fn for_each_span(
+        &self,
+        text: &str,
+        stop: &AtomicBool,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), PretokenizeError> {
+        let b = text.as_bytes();
         match self {
             Self::Gpt2 => {
-                let b = text.as_bytes();
                 let mut i = 0;
                 while i < b.len() {
-                    if ascii::scan_block(b, &mut i, |s, e| f(&text[s..e])) {
+                    if ascii::scan_block(b, &mut i, &mut f) {
                         continue;
                     }
                     let end = gpt2_token_end(b, i);
-                    f(&text[i..end]);
+                    f(i, end);
                     i = end;
                 }
             }
             Self::Cl100k => {
-                let b = text.as_bytes();
                 let mut i = 0;
                 while i < b.len() {
                     let end = cl100k_token_end(b, i);
-                    f(&text[i..end]);
+                    f(i, end);
                     i = end;
                 }
             }
@@ -261,7 +273,7 @@ impl Pretokenizer {
                         message: e.to_string(),
                     })?;
                     if !m.as_str().is_empty() {
-                        f(m.as_str());
+                        f(m.start(), m.end());
                     }
                 }
             }

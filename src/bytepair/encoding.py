@@ -143,12 +143,12 @@ class Tokenizer:
         self, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial
     ) -> tuple[list[str] | None, frozenset[str]]:
         """(special tokens to match, None meaning all; special tokens that must not occur)."""
-        if (
-            allowed_special == "all"
-            and isinstance(disallowed_special, tuple)
-            and not (disallowed_special)
-        ):
-            return None, frozenset()  # the defaults, without building sets on every call
+        if type(disallowed_special) is tuple and not disallowed_special:
+            # the two common calls, without building sets every time (1.6 µs a call)
+            if allowed_special == "all":
+                return None, frozenset()
+            if type(allowed_special) in (set, frozenset) and not allowed_special:
+                return [], frozenset()
         known = set(self._special_ids)
         for name, value in (
             ("allowed_special", allowed_special),

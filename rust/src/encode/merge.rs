@@ -137,17 +137,19 @@ fn id_of(merge: Merge) -> TokenId {
 }
 
 /// BPE of the bytes `word` (2 to `SHORT` of them, as ids `byte_ids`), appended to `out`: the
-/// plain loop, on stack arrays of 16 entries for words of up to 16 bytes (nearly all), else 64.
+/// plain loop, on stack arrays of 8, 16, 32 or 64 entries.
 pub fn merge_short(
     pairs: &PairTable,
     byte_ids: &[TokenId; 256],
     word: &[u8],
     out: &mut Vec<TokenId>,
 ) {
-    if word.len() <= 16 {
-        merge_n::<16>(pairs, byte_ids, word, out)
-    } else {
-        merge_n::<SHORT>(pairs, byte_ids, word, out)
+    // each round scans all `N` entries for the lowest rank (branch-free), so N follows n
+    match word.len() {
+        0..=8 => merge_n::<8>(pairs, byte_ids, word, out),
+        9..=16 => merge_n::<16>(pairs, byte_ids, word, out),
+        17..=32 => merge_n::<32>(pairs, byte_ids, word, out),
+        _ => merge_n::<SHORT>(pairs, byte_ids, word, out),
     }
 }
 

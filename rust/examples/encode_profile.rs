@@ -1,0 +1,72 @@
+//! Times the encoder's stages on one text, for profiling (perf, callgrind) without Python:
+//!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|pretok] [reps]
+//! VOCAB.bin: u32 n, then n × (u32 id, u32 len, bytes); u32 m, then m × (u32 len, bytes) × 2.
+use std::time::Instant;
+
+use bytepair_core::encode::Encoder;
+use bytepair_core::pretokenize::{Pretokenizer, GPT2_PATTERN};
+
+fn read_u32(b: &[u8], at: &mut usize) -> u32 {
+    let v = u32::from_le_bytes(b[*at..*at + 4].try_into().unwrap());
+    *at += 4;
+    v
+}
+
+fn read_bytes(b: &[u8], at: &mut usize) -> Vec<u8> {
+    let n = read_u32(b, at) as usize;
+    *at += n;
+    b[*at - n..*at].to_vec()
+}
+
+/// One encode (a function of its own, for `callgrind --toggle-collect`).
+#[inline(never)]
+fn warm_pass(enc: &Encoder, text: &str) -> Vec<u32> {
+    enc.encode(text, &None).unwrap()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let raw = std::fs::read(&args[1]).unwrap();
+    let text = String::from_utf8(std::fs::read(&args[2]).unwrap()).unwrap();
+    let mode = args.get(3).map_or("warm", |s| s.as_str());
+    let reps: usize = args.get(4).map_or(3, |s| s.parse().unwrap());
+    let mut at = 0;
+    let vocab = (0..read_u32(&raw, &mut at))
+        .map(|_| (read_u32(&raw, &mut at), read_bytes(&raw, &mut at)))
+        .collect();
+    let merges = (0..read_u32(&raw, &mut at))
+        .map(|_| (read_bytes(&raw, &mut at), read_bytes(&raw, &mut at)))
+        .collect();
+    let enc = Encoder::new(vocab, merges, vec![], GPT2_PATTERN).unwrap();
+    let mb = text.len() as f64 / 1e6;
+    match mode {
+        "pretok" => {
+            let pre = Pretokenizer::new(GPT2_PATTERN).unwrap();
+            for _ in 0..reps {
+                let t = Instant::now();
+                let mut n = 0usize;
+                pre.for_each(&text, |w| n += w.len() & 1).unwrap();
+                let s = t.elapsed().as_secs_f64();
+                println!("pretok {:.3} s {:.1} MB/s ({n})", s, mb / s);
+            }
+        }
+        "cold" => {
+            for _ in 0..reps {
+                enc.drop_caches();
+                let t = Instant::now();
+                let ids = warm_pass(&enc, &text);
+                let s = t.elapsed().as_secs_f64();
+                println!("cold {:.3} s {:.1} MB/s {} ids", s, mb / s, ids.len());
+            }
+        }
+        _ => {
+            enc.encode(&text, &None).unwrap();
+            for _ in 0..reps {
+                let t = Instant::now();
+                let ids = warm_pass(&enc, &text);
+                let s = t.elapsed().as_secs_f64();
+                println!("warm {:.3} s {:.1} MB/s {} ids", s, mb / s, ids.len());
+            }
+        }
+    }
+}
