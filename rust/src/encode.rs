@@ -263,21 +263,58 @@ impl Encoder {
         // the largest allocation, and is asked for first.
         out.try_reserve(text.len() / 3 + 16)
             .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
+        self.for_each_piece(text, set, check, limit, |piece, set, cache| {
+            self.encode_into(piece, set, cache, &mut out)
+        })?;
+        Ok(out)
+    }
+
+    /// `encode_checked`, handing the ids to `emit` one piece (about `CHECK_EVERY` bytes of
+    /// text) at a time: a caller that converts them (to uint16 for numpy) reads them while they
+    /// are in the CPU's cache, and never holds all of them as u32.
+    pub fn encode_each(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+        check: &mut dyn FnMut() -> bool,
+        emit: &mut dyn FnMut(&[TokenId]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let mut ids = Vec::new();
+        ids.try_reserve(text.len().min(2 * CHECK_EVERY) / 3 + 16)
+            .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
+        self.for_each_piece(text, set, check, cache::ENTRIES, |piece, set, cache| {
+            ids.clear();
+            self.encode_into(piece, set, cache, &mut ids)?;
+            emit(&ids)
+        })
+    }
+
+    /// Calls `f` on the pieces of `text`, cut at safe points every `CHECK_EVERY` bytes or so,
+    /// with one cache (of at most `limit` entries) taken for the call and given back after;
+    /// `check` runs between pieces.
+    fn for_each_piece(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+        check: &mut dyn FnMut() -> bool,
+        limit: usize,
+        mut f: impl FnMut(&str, &SpecialSet, &mut Cache) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
         let set = self.resolve(set);
         let mut caches = self.take_caches(1, limit);
         let mut pos = 0;
         let result = loop {
+            if pos == text.len() {
+                break Ok(());
+            }
             let end = self
                 .next_stop(text, pos, set, CHECK_EVERY, true)
                 .unwrap_or(text.len());
-            if let Err(e) = self.encode_into(&text[pos..end], set, &mut caches[0], &mut out) {
+            if let Err(e) = f(&text[pos..end], set, &mut caches[0]) {
                 break Err(e);
             }
             pos = end;
-            if pos == text.len() {
-                break Ok(out);
-            }
-            if !check() {
+            if pos < text.len() && !check() {
                 break Err(EncodeError::Interrupted);
             }
         };

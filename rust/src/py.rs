@@ -392,8 +392,33 @@ impl PyEncoder {
         small: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let set = self.set(allowed_special)?;
-        let ids = self.encode_vec(py, text, &set)?;
-        numpy_ids(py, ids, small)
+        if !small {
+            let ids = self.encode_vec(py, text, &set)?;
+            return Ok(PyArray1::from_vec(py, ids).into_any());
+        }
+        // uint16 straight from each piece's ids, while they are in the CPU's cache: a u32 copy
+        // of all ids, then a pass to narrow it, cost ~15% of a long text's time
+        let mut narrow: Vec<u16> = Vec::new();
+        narrow
+            .try_reserve(text.len() / 3 + 16)
+            .map_err(|_| encode_err(EncodeError::OutOfMemory(text.len())))?;
+        let mut too_large = None;
+        interruptible(py, |check| {
+            self.inner.encode_each(text, &set, check, &mut |ids| {
+                too_large = too_large.or(ids.iter().copied().find(|&id| id > 0xffff));
+                narrow
+                    .try_reserve(ids.len())
+                    .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
+                narrow.extend(ids.iter().map(|&id| id as u16));
+                Ok(())
+            })
+        })?;
+        if let Some(id) = too_large {
+            return Err(PyValueError::new_err(format!(
+                "id {id} does not fit in uint16"
+            )));
+        }
+        Ok(PyArray1::from_vec(py, narrow).into_any())
     }
 
     /// Ids of each text, on `num_threads` threads. The texts are borrowed, not copied.

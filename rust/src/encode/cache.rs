@@ -155,7 +155,10 @@ impl Cache {
     #[inline(always)]
     pub fn prefetch(&self, hash: u64) {
         // no bounds check: a prefetch of any address is harmless (the index is in bounds)
-        let slot = self.slots.as_ptr().wrapping_add((hash >> (64 - self.bits)) as usize);
+        let slot = self
+            .slots
+            .as_ptr()
+            .wrapping_add((hash >> (64 - self.bits)) as usize);
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prefetch is only a hint: it never faults and changes no memory.
         unsafe {

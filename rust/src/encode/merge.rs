@@ -31,6 +31,8 @@ pub struct PairTable {
     /// The merges of pairs of single bytes, by `left << 8 | right`: a word's first round looks
     /// up only those, and a 64 K array with the letters' rows hot beats a hash probe.
     bytes: Vec<Merge>,
+    /// Fewer than 2^23 merges: `merge_n` keeps `rank << 8 | position` in an i32.
+    few: bool,
 }
 
 /// The key of an empty slot: ids are below 2^31 (`MAX_TOKEN_ID`), so no pair has it.
@@ -52,6 +54,7 @@ impl PairTable {
             narrow: Vec::new(),
             bits,
             bytes: Vec::new(),
+            few: merges.len() < 1 << 23,
         };
         let mut largest = byte_ids.iter().copied().max().unwrap_or(0) as usize;
         for (rank, ((a, b), id)) in merges.enumerate() {
@@ -146,6 +149,10 @@ pub fn merge_short(
 ) {
     // each round scans all `N` entries for the lowest rank (branch-free), so N follows n
     match word.len() {
+        _ if !pairs.few => {
+            let tokens: Vec<TokenId> = word.iter().map(|&b| byte_ids[b as usize]).collect();
+            merge_long(pairs, &tokens, out)
+        }
         0..=8 => merge_n::<8>(pairs, byte_ids, word, out),
         9..=16 => merge_n::<16>(pairs, byte_ids, word, out),
         17..=32 => merge_n::<32>(pairs, byte_ids, word, out),
@@ -155,11 +162,14 @@ pub fn merge_short(
 
 /// The plain loop over a linked list of at most `N` tokens: find the lowest-rank pair, merge all
 /// its occurrences left to right, repeat. `order[i]` is `rank << 8 | i` for the pair that starts
-/// at `i` (`u64::MAX` if it never merges or `i` is merged away), so the lowest rank at its
+/// at `i` (`NONE` if it never merges or `i` is merged away), so the lowest rank at its
 /// first position is a plain minimum over all `N` entries, which compiles to a loop without
 /// branches (a loop that kept the best index branched, mispredicted, and was half of the miss
-/// path's time). Entries are looked up again only next to a merge; merged-away tokens stay in
-/// place, unlinked: nothing is moved.
+/// path's time); in i32s (ranks below 2^23), the minimum is SIMD compares. Entries are looked up again only
+/// next to a merge; merged-away tokens stay in place, unlinked: nothing is moved.
+/// An `order` entry of no pair.
+const NONE: i32 = i32::MAX;
+
 #[inline(always)]
 fn merge_n<const N: usize>(
     pairs: &PairTable,
@@ -171,7 +181,7 @@ fn merge_n<const N: usize>(
     debug_assert!((2..=N).contains(&n) && N <= 256);
     let mut tok = [0 as TokenId; N];
     let mut merged = [0 as TokenId; N];
-    let mut order = [u64::MAX; N];
+    let mut order = [NONE; N];
     // next[i]: the next token after i (n at the end); prev[i]: the one before (N at the start)
     let mut next = [0u8; N];
     let mut prev = [0u8; N];
@@ -180,10 +190,10 @@ fn merge_n<const N: usize>(
         next[i] = (i + 1) as u8;
         prev[i] = i.wrapping_sub(1).min(N) as u8;
     }
-    let set = |order: &mut [u64; N], merged: &mut [TokenId; N], i: usize, m| {
+    let set = |order: &mut [i32; N], merged: &mut [TokenId; N], i: usize, m| {
         order[i] = match m {
-            NO_MERGE => u64::MAX,
-            _ => rank_of(m) << 8 | i as u64,
+            NO_MERGE => NONE,
+            _ => (rank_of(m) as i32) << 8 | i as i32,
         };
         merged[i] = id_of(m);
     };
@@ -196,8 +206,8 @@ fn merge_n<const N: usize>(
         );
     }
     loop {
-        let first = order.iter().copied().min().unwrap_or(u64::MAX);
-        if first == u64::MAX {
+        let first = order.iter().copied().min().unwrap_or(NONE);
+        if first == NONE {
             break;
         }
         let rank = first >> 8;
@@ -206,8 +216,8 @@ fn merge_n<const N: usize>(
             // every entry of this rank is an occurrence of that one pair: merge it at p
             let q = next[p] as usize;
             tok[p] = merged[p];
-            order[q] = u64::MAX;
-            order[p] = u64::MAX;
+            order[q] = NONE;
+            order[p] = NONE;
             let after = next[q] as usize;
             next[p] = after as u8;
             if after < n {
