@@ -245,9 +245,9 @@ impl Pretokenizer {
         let b = text.as_bytes();
         match self {
             Self::Gpt2 => {
-                let mut i = 0;
+                let (mut i, mut ascii_from) = (0, 0);
                 while i < b.len() {
-                    if ascii::scan_block(b, &mut i, &mut f) {
+                    if i >= ascii_from && ascii::scan_block(b, &mut i, &mut ascii_from, &mut f) {
                         continue;
                     }
                     let end = gpt2_token_end(b, i);

@@ -4,10 +4,10 @@
 use crate::train::TokenId;
 use crate::FastMap;
 
-/// Pretokens longer than 15 bytes are cached by bytes up to this length.
+/// Pretokens longer than 15 bytes are cached by bytes up to this length, in a map of at most
+/// a quarter of the table's entries (it was 2^15: 30 MB of the large corpus have 58 K distinct
+/// pretokens of 16-64 bytes, and those past the cap missed every time, a fifth of a warm pass).
 pub const LONG_WORD: usize = 256;
-/// The cache of long pretokens takes no more entries past this many.
-const LONG_ENTRIES: usize = 1 << 18;
 /// The table takes no more entries past this many (64 MB of slots): the 100 MB of text the
 /// encoding benchmark reads has 775 K distinct pretokens. The cap was 2^18 (16 MB); words first
 /// seen past it missed every time (1.1 M misses in those 100 MB): 2^20 made per-document
@@ -18,6 +18,27 @@ pub const ENTRIES: usize = 1 << 20;
 const MIN_ENTRIES: usize = 1 << 16;
 /// The cap for `encode_iterable`, whose promise is memory that does not grow with the input.
 pub const STREAM_ENTRIES: usize = 1 << 18;
+
+/// Pretokens split before their cache lookups (see `Encoder::encode_batch_of`).
+pub const BATCH: usize = 256;
+
+/// Pretokens waiting for their lookups: byte ranges and cache keys.
+pub struct Batch {
+    pub spans: [(usize, usize); BATCH],
+    /// Packed word and its `crate::mix` hash (0 for pretokens that are not packed).
+    pub keys: [(u128, u64); BATCH],
+    pub len: usize,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            spans: [(0, 0); BATCH],
+            keys: [(0, 0); BATCH],
+            len: 0,
+        }
+    }
+}
 
 /// A cache of pretoken bytes → ids, for pretokens of up to 15 bytes (nearly all), keyed by the
 /// packed word (`crate::pack_word`): no pointer chase and no byte comparison per lookup.
@@ -38,6 +59,9 @@ pub struct Cache {
     long: FastMap<Box<[u8]>, (u32, u32)>,
     /// Entries past which the table takes no new ones (`ENTRIES` or `STREAM_ENTRIES`).
     pub limit: usize,
+    /// The encoding loop's working memory, kept with the cache (one per thread) so that it
+    /// is not made again for every call.
+    pub batch: Option<Box<Batch>>,
 }
 
 /// A slot: a packed word and its ids (`len` 0: empty; `len` > `INLINE`: `ids[0]` is the start
@@ -99,6 +123,7 @@ impl Default for Cache {
             ids: Vec::new(),
             long: FastMap::default(),
             limit: ENTRIES,
+            batch: None,
         }
     }
 }
@@ -227,7 +252,7 @@ impl Cache {
 
     /// Remembers the ids of a long pretoken while that map is not full.
     pub fn insert_long(&mut self, word: &[u8], ids: &[TokenId]) {
-        if self.long.len() < LONG_ENTRIES {
+        if self.long.len() < self.limit / 4 {
             self.long
                 .insert(word.into(), (self.ids.len() as u32, ids.len() as u32));
             self.ids.extend_from_slice(ids);

@@ -101,10 +101,16 @@ impl Masks {
 /// Calls `f` on the pretokens of `b[*i..]` that the block at `*i` decides, advancing `*i` to
 /// the end of the last; false (and `*i` unchanged) when it decides none, because the block is
 /// not ASCII far enough or one pretoken runs past it: the caller then scans one pretoken the
-/// slow way.
+/// slow way, or, when non-ASCII bytes were the reason, every pretoken that starts before
+/// `*ascii_from`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub fn scan_block(b: &[u8], i: &mut usize, mut f: impl FnMut(usize, usize)) -> bool {
+pub fn scan_block(
+    b: &[u8],
+    i: &mut usize,
+    ascii_from: &mut usize,
+    mut f: impl FnMut(usize, usize),
+) -> bool {
     let base = *i;
     let Some(block) = b.get(base..base + BLOCK) else {
         return false;
@@ -113,6 +119,9 @@ pub fn scan_block(b: &[u8], i: &mut usize, mut f: impl FnMut(usize, usize)) -> b
     let masks = Masks::of(block);
     let sure = SURE.min((masks.high.trailing_zeros() as usize).saturating_sub(4));
     if sure == 0 {
+        // non-ASCII here: the caller scans one character at a time up to the block's last
+        // byte of 0x80 and above, rather than try this block again after every pretoken
+        *ascii_from = base + BLOCK - masks.high.leading_zeros() as usize;
         return false;
     }
     let mut starts = masks.starts();
@@ -148,7 +157,7 @@ pub fn scan_block(b: &[u8], i: &mut usize, mut f: impl FnMut(usize, usize)) -> b
 /// Other targets scan one character at a time.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-pub fn scan_block(_: &[u8], _: &mut usize, _: impl FnMut(usize, usize)) -> bool {
+pub fn scan_block(_: &[u8], _: &mut usize, _: &mut usize, _: impl FnMut(usize, usize)) -> bool {
     false
 }
 
