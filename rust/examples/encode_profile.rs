@@ -1,5 +1,5 @@
 //! Times the encoder's stages on one text, for profiling (perf, callgrind) without Python:
-//!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|pretok] [reps]
+//!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|docs|pretok] [reps]
 //! VOCAB.bin: u32 n, then n × (u32 id, u32 len, bytes); u32 m, then m × (u32 len, bytes) × 2.
 use std::time::Instant;
 
@@ -48,6 +48,17 @@ fn main() {
                 pre.for_each(&text, |w| n += w.len() & 1).unwrap();
                 let s = t.elapsed().as_secs_f64();
                 println!("pretok {:.3} s {:.1} MB/s ({n})", s, mb / s);
+            }
+        }
+        "docs" => {
+            // each document of the text (split at <|endoftext|>) on its own, caches cold
+            let docs: Vec<&str> = text.split("<|endoftext|>").collect();
+            for _ in 0..reps {
+                enc.drop_caches();
+                let t = Instant::now();
+                let n: usize = docs.iter().map(|d| warm_pass(&enc, d).len()).sum();
+                let s = t.elapsed().as_secs_f64();
+                println!("docs {:.3} s {:.1} MB/s {n} ids", s, mb / s);
             }
         }
         "cold" => {
