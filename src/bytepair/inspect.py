@@ -160,6 +160,12 @@ class _Counting(_Encoder):
         self._in_word = not space[-1]
 
 
+def _names(sources: list[Source]) -> list[str]:
+    """How inputs are named in tables: file names, or whole paths where two names are alike."""
+    names = [s.path.name for s in sources]
+    return names if len(set(names)) == len(names) else [str(s.path) for s in sources]
+
+
 @dataclass
 class _Run:
     sources: list[Source]
@@ -174,7 +180,7 @@ class _Run:
         `excerpt_bytes` of tokens to `excerpt` when given (`lengths`: bytes per id)."""
         small = tok.n_vocab <= 1 << 16
         bar = _Bar(self.show, sum(s.size for s in self.sources), name, "B", True)
-        rows, done = [], 0
+        rows, done, names = [], 0, _names(self.sources)
         try:
             for index, src in enumerate(self.sources):
                 enc = _Counting(tok, self.opts, self.num_threads, small)
@@ -188,7 +194,7 @@ class _Run:
                         _extend_excerpt(excerpt, ids, lengths, excerpt_bytes)
                     bar.to(done + unit.disk_done)
                 done += src.size
-                rows.append(Compression(str(src.path), enc.n_bytes, enc.n_words, n_tokens))
+                rows.append(Compression(names[index], enc.n_bytes, enc.n_words, n_tokens))
         finally:
             bar.close()
         if len(rows) > 1:

@@ -25,7 +25,8 @@ body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
 table { border-collapse: collapse; margin: 8px 0; } caption { text-align: left; color: #666; }
 td, th { border: 1px solid #ccc; padding: 2px 8px; } th { background: #f2f2f2; }
-td.r { text-align: right; font-variant-numeric: tabular-nums; } td.l { font-family: monospace; white-space: pre; }
+td.r { text-align: right; font-variant-numeric: tabular-nums; }
+td.l { font-family: monospace; white-space: pre; }
 .tables { display: flex; flex-wrap: wrap; gap: 0 32px; align-items: flex-start; }
 .plots img { max-width: 100%; }
 pre.sample { white-space: pre-wrap; overflow-wrap: anywhere; font: 14px/1.9 monospace;
@@ -110,10 +111,14 @@ def _spans(ins: Inspection) -> str:
 
 
 def _image(fig, fmt: str) -> str:
-    """A matplotlib figure as an <img> with a data URI (PNG for dense plots, else SVG)."""
+    """A matplotlib figure as an <img> with a data URI (PNG for dense plots, else SVG); the same
+    inspection gives the same bytes (no date, fixed SVG ids)."""
+    from matplotlib import rc_context
+
     buf = io.BytesIO()
     meta = {"Date": None} if fmt == "svg" else {}
-    fig.savefig(buf, format=fmt, bbox_inches="tight", dpi=110, metadata=meta)
+    with rc_context({"svg.hashsalt": "bytepair"}):
+        fig.savefig(buf, format=fmt, bbox_inches="tight", dpi=110, metadata=meta)
     mime = "image/svg+xml" if fmt == "svg" else "image/png"
     return f"<img alt='' src='data:{mime};base64,{base64.b64encode(buf.getvalue()).decode()}'>"
 
@@ -125,10 +130,12 @@ def _plots(ins: Inspection) -> list[str]:
     ax = fig.subplots()
     index = np.arange(len(ins.applications))
     made = ins.applications > 0
-    kept = ins.counts[ins.merge_ids] if len(index) else np.zeros(0, np.int64)
+    kept = ins.counts[ins.merge_ids]
     ax.scatter(index[made], ins.applications[made], s=2, alpha=0.5, label="times applied")
     ax.scatter(index[kept > 0], kept[kept > 0], s=2, alpha=0.5, label="token kept in the output")
-    ax.set(yscale="log", xlabel="merge index", ylabel="count on the sample")
+    ax.set(xlabel="merge index", ylabel="count on the sample")
+    if made.any():  # a log scale of nothing fails
+        ax.set_yscale("log")
     ax.set_title(
         f"Merge frequency by merge index ({np.count_nonzero(~made):,} merges never applied)"
     )

@@ -60,8 +60,10 @@ def show(
 
 
 def _console(out: TextIO, width: int | None, *, force: bool):
-    rich_console = require("rich.console", "bytepair show and inspect")
-    return rich_console.Console(
+    require("rich", "bytepair show on a terminal")
+    from rich.console import Console
+
+    return Console(
         file=out, force_terminal=force, width=width, highlight=False, emoji=False, markup=False
     )
 
@@ -115,7 +117,7 @@ def print_tables(tables: list[Table], file: TextIO | None = None) -> None:
             continue
         shown = RichTable(title=table.title, caption=table.note or None, title_justify="left")
         for name, align in zip(table.columns, table.align, strict=True):
-            shown.add_column(name, justify="right" if align == "r" else "left")
+            shown.add_column(name, justify="right" if align == "r" else "left", overflow="fold")
         for row in table.rows:
             shown.add_row(*(Text(cell) for cell in row))
         console.print(shown)
