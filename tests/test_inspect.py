@@ -121,9 +121,9 @@ def test_compression_hand_computed(tmp_path) -> None:
         "bytes": [(9, 3, 9), (5, 1, 5), (14, 4, 14)],
     }
     table = next(t for t in tables(ins) if t.title == "Compression on the sample")
-    assert table.rows[0][5:] == ["1.500", "2.000", "1.000"]  # 9/6 bytes a token, 6/3 a word
-    assert table.rows[2][1:] == ["all", "14", "4", "9", "1.556", "2.250", "1.000"]
-    assert table.rows[3][5:] == ["1.000", "3.000", "1.500"]  # 9 tokens vs 6
+    assert table.rows[0][4:] == ["1.500", "2.000", "1.000"]  # 9/6 bytes a token, 6/3 a word
+    assert table.rows[2][1:] == ["all", "14", "9", "1.556", "2.250", "1.000"]
+    assert table.rows[3][4:] == ["1.000", "3.000", "1.500"]  # 9 tokens vs 6
     assert ins.counts[256] == 5 and ins.counts[ord(" ")] == 2 and ins.counts[ord("\n")] == 2
 
 
@@ -358,3 +358,12 @@ def test_report_in_headless_chromium(model_dir, trained, tmp_path) -> None:
 
     palette = {tuple(bytes.fromhex(c[1:])) for c in PALETTE}
     assert palette <= colours  # the token backgrounds are on screen
+
+
+def test_invalid_utf8_is_replaced_and_counted(tmp_path) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"ab\xff\xfecd \xe4\xbd")  # two bad bytes, then a cut character
+    ins = inspect(_tok(), path, progress=False)
+    assert ins.n_replaced == 3
+    assert ins.compression["tokenizer"][0].n_bytes == len("ab\ufffd\ufffdcd \ufffd".encode())
+    assert "Replaced 3 invalid UTF-8 sequences" in tables(ins)[1].note

@@ -63,6 +63,7 @@ class Inspection:
     excerpt: list[int]  # the first tokens of the first input (DEFAULT_EXCERPT_BYTES)
     token_lengths: np.ndarray  # bytes of each id
     seconds: float = 0.0
+    n_replaced: int = 0  # invalid UTF-8 sequences of the sample replaced with U+FFFD
 
     def shadowed(self) -> list[int]:
         """Merge indices whose token was made on the sample but never kept: later merges
@@ -105,6 +106,7 @@ def inspect(
     excerpt: list[int] = []
     lengths = token_lengths(tok)
     compression = {name: run.encode(tok, name, lengths, counts, excerpt, excerpt_bytes)}
+    n_replaced = run.n_replaced
     for other, other_tok in (compare or {}).items():
         compression[other] = run.encode(other_tok, other, token_lengths(other_tok))
     merge_ids, applications, absorbed = merge_usage(tok, counts)
@@ -121,6 +123,7 @@ def inspect(
         excerpt,
         lengths,
         time.perf_counter() - start,
+        n_replaced,
     )
 
 
@@ -172,6 +175,7 @@ class _Run:
     opts: ReadOptions
     num_threads: int
     show: bool
+    n_replaced: int = 0  # by the last pass
 
     def encode(
         self, tok, name, lengths, counts=None, excerpt=None, excerpt_bytes=0
@@ -179,6 +183,7 @@ class _Run:
         """Compression per input (and "all"); adds each id's uses to `counts` and the first
         `excerpt_bytes` of tokens to `excerpt` when given (`lengths`: bytes per id)."""
         small = tok.n_vocab <= 1 << 16
+        self.n_replaced = 0
         bar = _Bar(self.show, sum(s.size for s in self.sources), name, "B", True)
         rows, done, names = [], 0, _names(self.sources)
         try:
@@ -188,6 +193,7 @@ class _Run:
                 for unit in read_source(index, src, self.opts, enc, None):
                     ids = unit.ids
                     n_tokens += len(ids)
+                    self.n_replaced += unit.n_replaced
                     if counts is not None and len(ids):
                         counts += np.bincount(ids, minlength=len(counts))
                     if excerpt is not None and len(ids):

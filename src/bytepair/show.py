@@ -115,9 +115,15 @@ def print_tables(tables: list[Table], file: TextIO | None = None) -> None:
     for table in tables:
         if not table.rows:
             continue
-        shown = RichTable(title=table.title, caption=table.note or None, title_justify="left")
+        shown = RichTable(
+            title=table.title, caption=table.note or None, title_justify="left", show_edge=False
+        )
         for name, align in zip(table.columns, table.align, strict=True):
-            shown.add_column(name, justify="right" if align == "r" else "left", overflow="fold")
+            if align == "r":  # numbers are never broken; their headers break at "/" and "vs"
+                header = Text(name.replace("/", "/\n").replace(" vs ", "\nvs "))
+                shown.add_column(header, justify="right", no_wrap=True)
+            else:  # text folds on narrow terminals
+                shown.add_column(name, overflow="fold", min_width=min(len(name), 8))
         for row in table.rows:
             shown.add_row(*(Text(cell) for cell in row))
         console.print(shown)

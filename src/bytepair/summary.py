@@ -90,20 +90,21 @@ def _compression(ins: Inspection) -> Table:
                     name,
                     r.source,
                     _n(r.n_bytes),
-                    _n(r.n_words),
                     _n(r.n_tokens),
                     f"{r.bytes_per_token:.3f}",
                     f"{r.tokens_per_word:.3f}" if r.n_words else "-",
                     f"{r.n_tokens / base[r.source]:.3f}" if base.get(r.source) else "-",
                 ]
             )
-    columns = ["tokenizer", "input", "bytes", "words", "tokens", "bytes/token", "tokens/word"]
+    columns = ["tokenizer", "input", "bytes", "tokens", "bytes/token", "tokens/word"]
     note = (
         f"words: runs of non-whitespace; inspected in {ins.seconds:.1f} s. Higher bytes/token "
         f"and fewer tokens/word compress better."
     )
+    if ins.n_replaced:
+        note += f" Replaced {ins.n_replaced:,} invalid UTF-8 sequences with U+FFFD."
     return Table(
-        "Compression on the sample", [*columns, f"tokens vs {ins.name}"], rows, "llrrrrrr", note
+        "Compression on the sample", [*columns, f"tokens vs {ins.name}"], rows, "llrrrrr", note
     )
 
 
