@@ -366,6 +366,18 @@ class Tokenizer:
         """`[decode(ids) for ids in batch]`."""
         return [self.decode(ids) for ids in batch]
 
+    def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
+        """The text and each token's start index in it, as tiktoken's (see `decoding.py`)."""
+        from .decoding import decode_with_offsets
+
+        return decode_with_offsets(self, ids)
+
+    def incremental_decoder(self):
+        """A decoder for streamed ids that returns only whole characters (see `decoding.py`)."""
+        from .decoding import IncrementalDecoder
+
+        return IncrementalDecoder(self)
+
     def token_to_id(self, token: bytes | str) -> int:
         """The id of one token (bytes, or a str taken as its UTF-8); KeyError if absent."""
         if isinstance(token, str) and token in self._special_ids:

@@ -89,10 +89,22 @@ def read(
         )
     else:
         specials = _given_specials(special_tokens, max(ranks.values(), default=-1) + 1, path)
+    return from_ranks(ranks, specials, pattern, path, sidecar if sidecar.exists() else path)
+
+
+def from_ranks(
+    ranks: dict[bytes, int],
+    specials: dict[str, int],
+    pattern: str,
+    where: object,
+    specials_where: object = None,
+) -> ModelData:
+    """The model of tiktoken's ranks (token bytes → rank = id) and special tokens, as a
+    `.tiktoken` file or a `tiktoken.Encoding` holds them; `where` names the source in messages."""
     vocab = {r: b for b, r in ranks.items()}
     for token, i in specials.items():
-        vocab.setdefault(i, utf8(token, sidecar if sidecar.exists() else path))
-    return ModelData(vocab, _merges_of(ranks, path), specials, pattern)
+        vocab.setdefault(i, utf8(token, specials_where or where))
+    return ModelData(vocab, _merges_of(ranks, where), specials, pattern)
 
 
 def _read_ranks(path: Path) -> dict[bytes, int]:
@@ -147,7 +159,7 @@ def _given_specials(
     return {t: next_id + n for n, t in enumerate(special_tokens)}
 
 
-def _merges_of(ranks: dict[bytes, int], path: Path) -> list[tuple[bytes, bytes]]:
+def _merges_of(ranks: dict[bytes, int], path: object) -> list[tuple[bytes, bytes]]:
     """Each multi-byte token's merge: tiktoken's BPE on its bytes with lower ranks only ends in
     two parts. A token it cannot reach (tiktoken still emits it for a whole pretoken) gets no
     merge: bytepair cannot make it, which is said in a warning."""
