@@ -13,10 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use crate::tables::{BLOCKS, BLOCK_INDEX, BLOCK_SHIFT};
-use gpt4::{cl100k_token_end, CL100K_PATTERN};
+use gpt4::CL100K_PATTERN;
+use o200k::O200K_PATTERN;
 
 mod ascii;
 pub mod gpt4;
+mod gpt4_ascii;
+pub mod o200k;
 
 /// The GPT-2 pretokenization pattern; a pattern equal to it runs on the hand-written scanner.
 pub const GPT2_PATTERN: &str =
@@ -183,6 +186,8 @@ pub enum Pretokenizer {
     Gpt2,
     /// The hand-written GPT-4 (cl100k) scanner (`pretokenize/gpt4.rs`).
     Cl100k,
+    /// The hand-written GPT-4o (o200k) scanner (`pretokenize/o200k.rs`).
+    O200k,
     /// Any other pattern, run by fancy-regex.
     Regex(Box<fancy_regex::Regex>),
 }
@@ -195,6 +200,9 @@ impl Pretokenizer {
         }
         if pattern == CL100K_PATTERN {
             return Ok(Self::Cl100k);
+        }
+        if pattern == O200K_PATTERN {
+            return Ok(Self::O200k);
         }
         // Bounded compiled size: fancy-regex otherwise compiles some patterns (a lookbehind
         // over a large repetition) by asking for gigabytes, and a failed allocation aborts.
@@ -255,14 +263,8 @@ impl Pretokenizer {
                     i = end;
                 }
             }
-            Self::Cl100k => {
-                let mut i = 0;
-                while i < b.len() {
-                    let end = cl100k_token_end(b, i);
-                    f(i, end);
-                    i = end;
-                }
-            }
+            Self::Cl100k => gpt4_ascii::for_each_span::<false>(b, &mut f),
+            Self::O200k => gpt4_ascii::for_each_span::<true>(b, &mut f),
             Self::Regex(re) => {
                 for m in re.find_iter(text) {
                     if stop.load(Ordering::Relaxed) {

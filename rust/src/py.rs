@@ -298,6 +298,7 @@ fn pretokenizer_kind(pattern: &str) -> PyResult<&'static str> {
     Ok(match Pretokenizer::new(pattern).map_err(pretokenize_err)? {
         Pretokenizer::Gpt2 => "gpt2",
         Pretokenizer::Cl100k => "cl100k",
+        Pretokenizer::O200k => "o200k",
         Pretokenizer::Regex(_) => "regex",
     })
 }
@@ -582,6 +583,7 @@ impl PyEncoder {
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GPT2_PATTERN", GPT2_PATTERN)?;
     m.add("CL100K_PATTERN", crate::pretokenize::gpt4::CL100K_PATTERN)?;
+    m.add("O200K_PATTERN", crate::pretokenize::o200k::O200K_PATTERN)?;
     m.add("UNICODE_VERSION", crate::UNICODE_VERSION)?;
     m.add_class::<PyWordCounts>()?;
     m.add_class::<PyEncoder>()?;

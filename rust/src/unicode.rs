@@ -1,7 +1,7 @@
 //! The Unicode version of every pretokenization path. The GPT-2 scanner's classes (`tables.rs`)
 //! are generated from regex-syntax, which also gives fancy-regex (custom patterns) its classes:
 //! one pinned version (Cargo.toml), tiktoken's, so both paths give tiktoken's pretokens. The
-//! tests below hold the scanner to regex-syntax on every code point.
+//! tests below hold the scanners to regex-syntax on every code point.
 
 /// The Unicode version of the character classes of every pattern, e.g. `"16.0.0"`.
 pub const UNICODE_VERSION: &str = crate::tables::UNICODE_VERSION;
@@ -10,17 +10,21 @@ pub const UNICODE_VERSION: &str = crate::tables::UNICODE_VERSION;
 mod tests {
     use regex_syntax::hir::{Class, HirKind};
 
+    use crate::pretokenize::o200k::{flags_of, LETTER, LOWER, NUMBER, O200K_PATTERN, SPACE, UPPER};
     use crate::pretokenize::{class_of, Pretokenizer, GPT2_PATTERN};
 
     /// The presets that run on a hand-written scanner: (name, pattern).
-    const PRESETS: [(&str, &str); 2] = [
+    const PRESETS: [(&str, &str); 3] = [
         ("gpt2", GPT2_PATTERN),
         ("cl100k", crate::pretokenize::gpt4::CL100K_PATTERN),
+        ("o200k", O200K_PATTERN),
     ];
 
     /// Each code point's neighbours tell its class apart: letter or not (`a?b`), number or not
-    /// (` ?1`), whitespace or not (`?\n`, the lookahead), alone, after a space, and a contraction.
-    const CONTEXTS: [(&str, &str); 10] = [
+    /// (` ?1`), whitespace or not (`?\n`, the lookahead), alone, after a space, and a contraction;
+    /// for o200k's case-aware words, upper-case or not (`a?B`), lower-case only or not (`AA?Ab`),
+    /// a mark or a letter (`!!?`), and the `[\r\n/]*` after punctuation.
+    const CONTEXTS: [(&str, &str); 14] = [
         ("a", "b"),
         (" ", "1"),
         ("", "\n"),
@@ -31,6 +35,10 @@ mod tests {
         ("'l", "e"),
         ("", "  \r\n x"),
         ("12", "34"),
+        ("a", "B"),
+        ("AA", "Ab'S"),
+        ("!!", ""),
+        ("!", "\n/a"),
     ];
 
     fn all_chars() -> impl Iterator<Item = char> {
@@ -62,6 +70,33 @@ mod tests {
                 _ => panic!("U+{cp:04X} is in two classes"),
             };
             assert_eq!(class_of(cp as u32), expected, "U+{cp:04X}");
+        }
+    }
+
+    /// The o200k table's flags: each bit is its class of the pattern, as regex-syntax parses it.
+    #[test]
+    fn o200k_flags_are_regex_syntax_classes_on_every_code_point() {
+        let upper = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]";
+        let lower = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]";
+        assert!(O200K_PATTERN.contains(upper) && O200K_PATTERN.contains(lower));
+        let classes: Vec<(u8, Vec<bool>)> = [
+            (UPPER, upper),
+            (LOWER, lower),
+            (LETTER, r"\p{L}"),
+            (NUMBER, r"\p{N}"),
+            (SPACE, r"\s"),
+        ]
+        .iter()
+        .map(|&(bit, pattern)| (bit, in_class(pattern)))
+        .collect();
+        for c in all_chars() {
+            let cp = c as usize;
+            let expected: u8 = classes
+                .iter()
+                .filter(|(_, m)| m[cp])
+                .map(|(bit, _)| bit)
+                .sum();
+            assert_eq!(flags_of(cp as u32), expected, "U+{cp:04X}");
         }
     }
 

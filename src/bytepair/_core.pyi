@@ -6,6 +6,7 @@ import numpy as np
 
 GPT2_PATTERN: str
 CL100K_PATTERN: str
+O200K_PATTERN: str
 UNICODE_VERSION: str
 
 class WordCounts:

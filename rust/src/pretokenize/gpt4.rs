@@ -2,8 +2,7 @@
 //! for GPT-2's: it follows the pattern's alternatives one by one with the same generated classes
 //! (`\p{L}`, `\p{N}`, `\s` from regex-syntax), so it matches fancy-regex (tiktoken's engine) on
 //! every input; tests compare the two on every code point and on fuzzed text. It does not cut
-//! streams (`safe_cut` stays at special tokens for it). o200k has no scanner yet: it needs the
-//! case classes `\p{Lu}`, `\p{Ll}`, ... that `tables.rs` does not hold.
+//! streams (`safe_cut` stays at special tokens for it). o200k's scanner is `o200k.rs`.
 
 use crate::pretokenize::{class_at, decode_at, SPACE};
 
@@ -34,7 +33,7 @@ fn folded(b: &[u8], i: usize) -> Option<(u8, usize)> {
 
 /// End of `'(?i:[sdmt]|ll|ve|re)` at `i` (which holds `'`), if it matches.
 #[inline]
-fn contraction_end(b: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn contraction_end(b: &[u8], i: usize) -> Option<usize> {
     let (c1, l1) = folded(b, i + 1)?;
     if matches!(c1, b's' | b'd' | b'm' | b't') {
         return Some(i + 1 + l1);

@@ -1,0 +1,300 @@
+//! The GPT-4 family's fast path for ASCII text (cl100k and o200k), as `ascii.rs` is GPT-2's: the
+//! pretoken starts of a 64-byte block are found with bit masks (one bit per byte), and anything
+//! else goes to the scalar scanners (`gpt4.rs`, `o200k.rs`), which stay the definition.
+//!
+//! Where pretokens start in ASCII text, from a start at byte 0. Classes: letter, digit, white
+//! (`\t \n \v \f \r` and space), other (the rest, `'` and `/` included); horizontal white is
+//! white but `\r \n`. Both patterns take a letter word with an optional first character that is
+//! neither letter, digit, `\r` nor `\n`; digits in runs of 1-3; an optional space, a run of other
+//! and the `\r`/`\n` after it (o200k: `\r \n /`); then whitespace, split as `\s*[\r\n]`,
+//! `\s+(?!\S)`, `\s`. So pretokens start:
+//! - at a run of letters, or at the character before it when that is horizontal white (the
+//!   last of its run), or other that starts its run, follows no space and is not absorbed;
+//!   o200k also splits words where a lower-case letter is followed by an upper-case one
+//!   (`[A-Z]*[a-z]+|[A-Z]+[a-z]*`);
+//! - at each run of digits, and every 3 digits into it;
+//! - at a run of other, or at the space before it;
+//! - at a run of white, except where it continues a run of other (absorbed, see above), after
+//!   the last `\r`/`\n` of a white run when horizontal white follows up to a non-white character,
+//!   and at the last character of a run of 2 or more horizontal white characters;
+//! - after the absorbed characters;
+//! - contractions, `'` and `s t m d ll ve re` in any case: cl100k makes one a pretoken where
+//!   `'` starts one; o200k appends one to the letters before it.
+//!
+//! Whitespace at the end of the text, and the lookahead over horizontal white, need the end of a
+//! run: a block decides no start inside a white run that reaches its end or its first non-ASCII
+//! byte (the scalar scanner takes that pretoken). Otherwise a start at `k` depends on bytes
+//! `k - 2` to `k + 3`, so the starts of a block of ASCII bytes are sure up to byte 60.
+
+use crate::pretokenize::gpt4::cl100k_token_end;
+use crate::pretokenize::o200k::o200k_token_end;
+
+/// Bytes per block.
+const BLOCK: usize = 64;
+/// Starts are sure up to here in a block of ASCII bytes (a start reads up to 3 bytes ahead).
+const SURE: usize = BLOCK - 4;
+
+/// Calls `f(start, end)` on each pretoken of `b` under cl100k (`O200K` false) or o200k.
+#[inline(always)]
+pub fn for_each_span<const O200K: bool>(b: &[u8], mut f: impl FnMut(usize, usize)) {
+    let (mut i, mut ascii_from) = (0, 0);
+    while i < b.len() {
+        if i >= ascii_from && scan_block::<O200K>(b, &mut i, &mut ascii_from, &mut f) {
+            continue;
+        }
+        let end = if O200K {
+            o200k_token_end(b, i)
+        } else {
+            cl100k_token_end(b, i)
+        };
+        f(i, end);
+        i = end;
+    }
+}
+
+/// Per-byte masks of a block (bit k for byte k).
+struct Masks {
+    lower: u64,
+    upper: u64,
+    digit: u64,
+    white: u64,
+    newline: u64,
+    space: u64,
+    apostrophe: u64,
+    slash: u64,
+    /// Bytes of 0x80 and above.
+    high: u64,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Masks {
+    /// The masks of `block`, 16 bytes per SSE2 compare (x86-64 always has SSE2). Bytes of 0x80
+    /// and above compare as negative, so they fall in no ASCII range.
+    #[inline(always)]
+    fn of(block: &[u8; BLOCK]) -> Masks {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86-64 baseline; the loads read 16 bytes inside `block`.
+        unsafe {
+            let v: [__m128i; 4] =
+                std::array::from_fn(|k| _mm_loadu_si128(block.as_ptr().add(16 * k).cast()));
+            let bits = |test: &dyn Fn(__m128i) -> __m128i| {
+                (0..4).fold(0u64, |m, k| {
+                    m | (_mm_movemask_epi8(test(v[k])) as u32 as u64) << (16 * k)
+                })
+            };
+            let range = |x, lo: u8, hi: u8| {
+                let above = _mm_cmpgt_epi8(x, _mm_set1_epi8(lo as i8 - 1));
+                _mm_and_si128(above, _mm_cmplt_epi8(x, _mm_set1_epi8(hi as i8 + 1)))
+            };
+            let is = |x, c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
+            let space = bits(&|x| is(x, b' '));
+            Masks {
+                lower: bits(&|x| range(x, b'a', b'z')),
+                upper: bits(&|x| range(x, b'A', b'Z')),
+                digit: bits(&|x| range(x, b'0', b'9')),
+                white: bits(&|x| range(x, b'\t', b'\r')) | space,
+                newline: bits(&|x| _mm_or_si128(is(x, b'\n'), is(x, b'\r'))),
+                space,
+                apostrophe: bits(&|x| is(x, b'\'')),
+                slash: bits(&|x| is(x, b'/')),
+                high: bits(&|x| x),
+            }
+        }
+    }
+
+    /// Pretoken starts in bytes 0..=`sure` (see the module doc), contractions not yet applied.
+    #[inline(always)]
+    fn starts<const O200K: bool>(&self) -> u64 {
+        let prev = |x: u64| x << 1;
+        let letter = self.lower | self.upper;
+        let other = !(letter | self.digit | self.white);
+        let horizontal = self.white & !self.newline;
+        // After a run of other: `[\r\n]*`, o200k `[\r\n/]*`, from each newline that follows
+        // other (a seed). `absorbing + seed` carries through each seeded run; a later seed in
+        // the same run (o200k: after a `/`) keeps its own bit, hence `| seed`.
+        let absorbing = if O200K {
+            self.newline | self.slash
+        } else {
+            self.newline
+        };
+        let seed = self.newline & prev(other);
+        let absorbed = (absorbing & !absorbing.wrapping_add(seed)) | seed;
+        let word = letter & !prev(letter);
+        // the first of a run of other (absorbed characters are not in one), after no space
+        let punct = other & !absorbed;
+        let punct_start = punct & !prev(punct) & !prev(self.space);
+        let first = horizontal | punct_start;
+        let prefix = (word >> 1) & first;
+        let mut starts = 1 | prefix | (word & !prev(prefix));
+        if O200K {
+            starts |= self.upper & prev(self.lower);
+        }
+        let digits = self.digit & !prev(self.digit);
+        let third = self.digit & prev(self.digit) & prev(prev(self.digit));
+        let mut group = digits;
+        while group != 0 {
+            starts |= group;
+            group = (group << 3) & third;
+        }
+        starts |= punct_start;
+        starts |= self.white & !prev(self.white) & !absorbed;
+        starts |= prev(absorbed) & !absorbed;
+        starts |= horizontal & prev(horizontal) & (!self.white >> 1);
+        // after the last newline of a white run, when horizontal white follows to a non-white
+        let mut after_newline = horizontal & prev(self.newline);
+        while after_newline != 0 {
+            let k = after_newline.trailing_zeros();
+            after_newline &= after_newline - 1;
+            let end = k + (!horizontal >> k).trailing_zeros();
+            if end < 64 && self.white >> end & 1 == 0 {
+                starts |= 1 << k;
+            }
+        }
+        starts
+    }
+}
+
+/// Calls `f` on the pretokens of `b[*i..]` that the block at `*i` decides, advancing `*i` to
+/// the end of the last; false (and `*i` unchanged) when it decides none: the caller then scans
+/// one pretoken the slow way, or, when non-ASCII bytes were the reason, every pretoken that
+/// starts before `*ascii_from`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn scan_block<const O200K: bool>(
+    b: &[u8],
+    i: &mut usize,
+    ascii_from: &mut usize,
+    mut f: impl FnMut(usize, usize),
+) -> bool {
+    let base = *i;
+    let Some(block) = b.get(base..base + BLOCK) else {
+        return false;
+    };
+    let block: &[u8; BLOCK] = block.try_into().unwrap_or(&[0; BLOCK]);
+    let masks = Masks::of(block);
+    // ASCII up to `limit`; no start is decided inside the white run that reaches it
+    let limit = masks.high.trailing_zeros() as usize;
+    let ascii = u64::MAX
+        .checked_shr(limit as u32)
+        .map_or(u64::MAX, |high| !(high << limit));
+    let white_from = BLOCK - (!masks.white & ascii).leading_zeros() as usize;
+    let sure = SURE.min(limit.saturating_sub(4)).min(white_from);
+    if sure == 0 {
+        if limit < 4 {
+            // non-ASCII here: the caller scans one character at a time up to the block's last
+            // byte of 0x80 and above, rather than try this block again after every pretoken
+            *ascii_from = base + BLOCK - masks.high.leading_zeros() as usize;
+        }
+        return false;
+    }
+    let mut starts = masks.starts::<O200K>();
+    // contractions (rare: one at a time). cl100k: `'` at a start and the letters after it are
+    // one pretoken; o200k: `'` after a letter joins that letter's word, unless it ends one.
+    let within = u64::MAX >> (63 - sure);
+    let letter = masks.lower | masks.upper;
+    let at = if O200K { letter << 1 } else { starts };
+    let (mut quotes, mut joined) = (masks.apostrophe & at & within, usize::MAX);
+    while quotes != 0 {
+        let k = quotes.trailing_zeros() as usize;
+        quotes &= quotes - 1;
+        let len = match (block[k + 1] | 0x20, block[k + 2] | 0x20) {
+            _ if O200K && k == joined => continue,
+            (b's' | b't' | b'm' | b'd', _) => 2,
+            (b'l', b'l') | (b'v', b'e') | (b'r', b'e') => 3,
+            _ => continue,
+        };
+        let from = if O200K { k } else { k + 1 };
+        starts = starts & !((1 << (k + len)) - (1 << from)) | 1 << (k + len);
+        joined = k + len;
+    }
+    // starts in 1..=sure: each ends the pretoken before it
+    let mut rest = starts & within & !1;
+    if rest == 0 {
+        return false;
+    }
+    let mut from = 0;
+    while rest != 0 {
+        let k = rest.trailing_zeros() as usize;
+        f(base + from, base + k);
+        from = k;
+        rest &= rest - 1;
+    }
+    *i = base + from;
+    true
+}
+
+/// Other targets scan one character at a time.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn scan_block<const O200K: bool>(
+    _: &[u8],
+    _: &mut usize,
+    _: &mut usize,
+    _: impl FnMut(usize, usize),
+) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::Pretokenizer;
+
+    /// The pretokens of one of the scalar scanners alone.
+    fn scalar(text: &str, o200k: bool) -> Vec<&str> {
+        let (b, mut i, mut out) = (text.as_bytes(), 0, vec![]);
+        while i < b.len() {
+            let end = if o200k {
+                o200k_token_end(b, i)
+            } else {
+                cl100k_token_end(b, i)
+            };
+            out.push(&text[i..end]);
+            i = end;
+        }
+        out
+    }
+
+    #[test]
+    fn blocks_split_as_the_scalar_scanners_and_the_regex_engine_do() {
+        // every rule's characters, and non-ASCII letters, marks, spaces and others at block edges
+        let parts = [
+            "a", "Zq", "s", "t", "m", "d", "ll", "ve", "re", "S", "LL", "Ve", "rE", "'", "''", " ",
+            "  ", "\n", "\t", "\r\n", "\x0b", "\x0c", "1", "42", "12345", ".", "-;", "/", "//",
+            "é", "É", "中", "\u{301}", "\u{a0}", "\u{3000}", "\u{85}", "😀", "_", "@", "[", "`",
+            "{", "~", "\x7f", "\0", "ſ", "AB", "aB", "Ab",
+        ];
+        // each preset's scanner and the regex engine on its pattern
+        let scanners = [
+            (false, crate::pretokenize::gpt4::CL100K_PATTERN),
+            (true, crate::pretokenize::o200k::O200K_PATTERN),
+        ]
+        .map(|(o200k, pattern)| {
+            let engine = Pretokenizer::new(&format!("(?:{pattern})")).unwrap();
+            (o200k, Pretokenizer::new(pattern).unwrap(), engine)
+        });
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..20_000 {
+            let mut text = String::new();
+            let len = 1 + round % 200;
+            while text.len() < len {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                // mostly ASCII letters and spaces, as in prose, for long ASCII stretches
+                let pick = (seed % 96) as usize;
+                text.push_str(match parts.get(pick) {
+                    Some(part) => part,
+                    None => ["x", " ", "y", " ", "Q", "\n"][pick % 6],
+                });
+            }
+            for (o200k, pretok, engine) in &scanners {
+                let (mut got, mut expected) = (vec![], vec![]);
+                pretok.for_each(&text, |w| got.push(w)).unwrap();
+                engine.for_each(&text, |w| expected.push(w)).unwrap();
+                assert_eq!(got, scalar(&text, *o200k), "o200k {o200k}: {text:?}");
+                assert_eq!(got, expected, "o200k {o200k}: {text:?}");
+            }
+        }
+    }
+}
