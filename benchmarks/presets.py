@@ -39,8 +39,8 @@ def main() -> int:
     presets = args.presets.split(",")
     print(describe_env())
     size = os.path.getsize(args.corpus)
-    with open(args.corpus, encoding="utf-8") as f:
-        text = f.read(int(args.mb * MB))
+    with open(args.corpus, "rb") as f:
+        text = f.read(int(args.mb * MB)).decode("utf-8", "ignore")  # a cut character dropped
     n_text = len(text.encode("utf-8"))
     print(f"corpus {args.corpus} ({size / MB:.1f} MB), encoding its first {n_text / MB:.1f} MB, "
           f"vocab {args.vocab_size:,}, {args.threads} thread(s), best of {args.reps}")
@@ -60,8 +60,8 @@ def main() -> int:
     others = []
     for _ in range(args.reps):
         for p in presets:
-            for stage, run in (("count", lambda: count(p)),
-                               ("encode", lambda: toks[p].encode_to_numpy(text))):
+            for stage, run in (("count", lambda p=p: count(p)),
+                               ("encode", lambda p=p: toks[p].encode_to_numpy(text))):
                 with Timer() as t:
                     run()
                 best[p, stage] = min(best[p, stage], t.s)
