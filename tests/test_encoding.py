@@ -591,6 +591,27 @@ def test_iterable_streaming_cuts(trained, pieces: list[str], chunk: int, subset)
         assert list(trained.encode_iterable(list(text), **kwargs)) == trained.encode(text, **kwargs)
 
 
+#: The GPT-4 presets' cases too: case changes, `/` after punctuation, marks after letters
+#: (Thai), digit runs.
+preset_text = st.lists(
+    st.sampled_from([*TRICKY_PIECES, "AB", "aB", "Ab", "/", "//", "\u0e01", "\u0e35", "12345"]),
+    max_size=40,
+).map("".join)
+
+
+@pytest.mark.parametrize("pattern", ["cl100k", "o200k"])
+@given(pieces=split_text(preset_text), chunk=st.integers(1, 40))
+@settings(suppress_health_check=SUPPRESS)
+def test_iterable_streaming_cuts_gpt4_presets(trained, pattern, pieces, chunk: int) -> None:
+    """cl100k and o200k cut streams where their own rules allow (`can_cut_before` in
+    rust/src/pretokenize/gpt4.rs and o200k.rs), not only at special tokens."""
+    tok = bytepair.Tokenizer(trained.vocab, trained.merges, TRAIN_SPECIALS, pattern=pattern)
+    text = "".join(pieces)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bp_encoding, "_STREAM_CHARS", chunk)
+        assert list(tok.encode_iterable(pieces)) == tok.encode(text)
+
+
 SPACEY_SPECIALS = ["x y", " \n", "<a b>", "\n\n", "  "]
 spacey_text = st.lists(
     st.sampled_from(["x", " ", "y", "\n", "<a", " b>", "a", "b", "<", ">", "z", "  ", "é"]),

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import bytepair
 import reference as ref
 from bytepair import GPT2_PATTERN, count_files, count_texts
+from bytepair.patterns import PRESETS
 from bytepair.pretokenize import CountStats, pretokenize
 from unicode_diff import diff_chars, same_text
 
@@ -249,14 +250,16 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("count")
 
 
-def _check_all_chunkings(path: Path, data: bytes, specials: list[str]) -> None:
-    expected = _items(ref.count_words(data.decode("utf-8", "replace"), specials))
+def _check_all_chunkings(
+    path: Path, data: bytes, specials: list[str], preset: str = "gpt2"
+) -> None:
+    expected = _items(ref.count_words(data.decode("utf-8", "replace"), specials, PRESETS[preset]))
     n_replaced = _replacements(data)
     for chunk_size in CHUNK_SIZES:
         for num_threads in (1, 2):
             stats = CountStats()
             got = count_files(path, special_tokens=specials, num_threads=num_threads,
-                              chunk_size=chunk_size, stats=stats)
+                              chunk_size=chunk_size, stats=stats, pattern=preset)
             where = f"chunk_size={chunk_size} num_threads={num_threads} data={data!r}"
             assert got.items() == expected, where
             assert stats.n_bytes == len(data), where
@@ -312,6 +315,25 @@ def test_chunking_tricky_text(scratch: Path, text: str) -> None:
     data = text.encode("utf-8")
     path.write_bytes(data)
     _check_all_chunkings(path, data, SPECIALS)
+
+
+#: The GPT-4 presets' cases too: case changes, `/` after punctuation, marks after letters
+#: (Thai), title case, long s, digit runs.
+PRESET_TRICKY = [*TRICKY, "A", "B", "/", "\u0301", "\u0e01", "\u0e35", "\u01c5", "\u017f",
+                 "12345", "'S", "ll"]
+
+
+@FILE_SETTINGS
+@pytest.mark.parametrize("preset", ["cl100k", "o200k"])
+@given(text=st.lists(st.sampled_from([*PRESET_TRICKY, "<|endoftext|>", "<my tok>"]),
+                     max_size=60).map("".join))
+def test_chunking_gpt4_presets(scratch: Path, preset: str, text: str) -> None:
+    """cl100k and o200k cut files where their own rules allow (`can_cut_before` in
+    rust/src/pretokenize/gpt4.rs and o200k.rs), not only at special tokens."""
+    path = scratch / f"{preset}.txt"
+    data = text.encode("utf-8")
+    path.write_bytes(data)
+    _check_all_chunkings(path, data, SPECIALS, preset)
 
 
 WHITESPACE_SPECIALS = [" <s>", "\n\n", "a b", "x\t"]

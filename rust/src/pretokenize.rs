@@ -284,7 +284,8 @@ impl Pretokenizer {
     }
 
     /// Whether a cut before byte `p` (a character boundary, 0 < p < len) of a segment is safe:
-    /// the pretokens of the two sides are then those of the whole. Other patterns: never.
+    /// the pretokens of the two sides are then those of the whole. cl100k and o200k: their
+    /// modules' `can_cut_before`. Other patterns: never.
     ///
     /// For the GPT-2 pattern, with `x` the character before `p` and `y` the one at `p`, the cut
     /// is safe when `x` is not whitespace and either `y` is whitespace or `y` is of another class
@@ -303,8 +304,11 @@ impl Pretokenizer {
     /// spaces, punctuation (`。`), digits, combining marks (class other) all make one.
     #[inline]
     fn can_cut_before(&self, b: &[u8], p: usize) -> bool {
-        if !matches!(self, Self::Gpt2) {
-            return false;
+        match self {
+            Self::Gpt2 => {}
+            Self::Cl100k => return gpt4::can_cut_before(b, p),
+            Self::O200k => return o200k::can_cut_before(b, p),
+            Self::Regex(_) => return false,
         }
         let (y, _) = class_at(b, p);
         let mut q = p - 1;

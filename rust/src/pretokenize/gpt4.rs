@@ -1,8 +1,9 @@
 //! A hand-written scanner for GPT-4's pattern (tiktoken `cl100k_base`), as `pretokenize.rs` has
 //! for GPT-2's: it follows the pattern's alternatives one by one with the same generated classes
 //! (`\p{L}`, `\p{N}`, `\s` from regex-syntax), so it matches fancy-regex (tiktoken's engine) on
-//! every input; tests compare the two on every code point and on fuzzed text. It does not cut
-//! streams (`safe_cut` stays at special tokens for it). o200k's scanner is `o200k.rs`.
+//! every input; tests compare the two on every code point and on fuzzed text. Also where a stream
+//! may be cut (`can_cut_before`). o200k's scanner is `o200k.rs`; the ASCII fast path of both is
+//! `gpt4_ascii.rs`.
 
 use crate::pretokenize::{class_at, decode_at, SPACE};
 
@@ -126,6 +127,43 @@ pub(crate) fn cl100k_token_end(b: &[u8], i: usize) -> usize {
     } else {
         i + len
     }
+}
+
+/// Start of the character before byte `p` (a character boundary, > 0).
+#[inline]
+pub(crate) fn char_before(b: &[u8], p: usize) -> usize {
+    let mut q = p - 1;
+    while b[q] & 0xc0 == 0x80 {
+        q -= 1; // continuation bytes are 0b10xxxxxx
+    }
+    q
+}
+
+/// Whether a cut before byte `p` (a character boundary, 0 < p < len) of a segment is safe for
+/// cl100k: the pretokens of the two sides are then those of the whole.
+///
+/// With `x` the character before `p` and `y` the one at `p`, in GPT-2's classes (letter, number,
+/// whitespace, other), the cut is safe when `x` is not whitespace, `y` is of another class, and
+/// not `x` other with `y` a letter, `\r` or `\n`. Proof. (1) `p` ends the pretoken `t` holding
+/// `x`. A pretoken mixes classes only as: a contraction, `'` + letters (`x = '` before a letter:
+/// excluded); the optional first character before letters (`x` other or whitespace: excluded);
+/// a space before a run of other, and whitespace runs (`x` whitespace: excluded); a run of other
+/// and the `[\r\n]*+` after it (`x` other, `y` `\r` or `\n`: excluded). Runs of one class end
+/// where the class changes, and so do the 1-3 digits of `\p{N}{1,3}+`. So `t` ends at `p`. (2)
+/// The prefix gives the same pretokens: the scanner has no lookbehind, and past the end of a
+/// pretoken it reads only to see a run stop (at `y`, of another class, or at the end of the
+/// text: the run ends at `p` both ways), to try a contraction (`x = '` fails on a non-letter
+/// `y` as on the end; a failed `'l` or `'v` before a letter `x` fails on either), the optional
+/// first character (at `x` only when `y` is a letter: excluded), and `\s++$`, `\s+(?!\S)`,
+/// which only whitespace pretokens try, and none ends at `p`. (3) The suffix starts at a
+/// pretoken boundary of the whole, and pretokens from there depend only on the text from
+/// there. Text has such cuts every few characters in every script: after a word before a space
+/// or punctuation (`。`, `，`), digits, combining marks (class other here).
+#[inline]
+pub(crate) fn can_cut_before(b: &[u8], p: usize) -> bool {
+    let (x, _) = class_at(b, char_before(b, p));
+    let (y, _) = class_at(b, p);
+    x != SPACE && y != x && !(x == OTHER && (y == LETTER || b[p] == b'\r' || b[p] == b'\n'))
 }
 
 #[cfg(test)]

@@ -238,6 +238,8 @@ fn scan_block<const O200K: bool>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pretokenize::gpt4::CL100K_PATTERN;
+    use crate::pretokenize::o200k::O200K_PATTERN;
     use crate::pretokenize::Pretokenizer;
 
     /// The pretokens of one of the scalar scanners alone.
@@ -255,46 +257,74 @@ mod tests {
         out
     }
 
-    #[test]
-    fn blocks_split_as_the_scalar_scanners_and_the_regex_engine_do() {
-        // every rule's characters, and non-ASCII letters, marks, spaces and others at block edges
+    fn pieces<'t>(pretok: &Pretokenizer, text: &'t str) -> Vec<&'t str> {
+        let mut out = vec![];
+        pretok.for_each(text, |w| out.push(w)).unwrap();
+        out
+    }
+
+    /// A text of about `len` bytes (xorshift from `seed`): every rule's characters, and non-ASCII
+    /// letters, marks, spaces and others at block edges, in mostly ASCII letters and spaces, as in
+    /// prose, for long ASCII stretches.
+    fn random_text(seed: &mut u64, len: usize) -> String {
         let parts = [
             "a", "Zq", "s", "t", "m", "d", "ll", "ve", "re", "S", "LL", "Ve", "rE", "'", "''", " ",
             "  ", "\n", "\t", "\r\n", "\x0b", "\x0c", "1", "42", "12345", ".", "-;", "/", "//",
             "é", "É", "中", "\u{301}", "\u{a0}", "\u{3000}", "\u{85}", "😀", "_", "@", "[", "`",
-            "{", "~", "\x7f", "\0", "ſ", "AB", "aB", "Ab",
+            "{", "~", "\x7f", "\0", "ſ", "AB", "aB", "Ab", "ก", "\u{e35}", "ǅ", "٣",
         ];
+        let mut text = String::new();
+        while text.len() < len {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            let pick = (*seed % 100) as usize;
+            text.push_str(match parts.get(pick) {
+                Some(part) => part,
+                None => ["x", " ", "y", " ", "Q", "\n"][pick % 6],
+            });
+        }
+        text
+    }
+
+    #[test]
+    fn blocks_split_as_the_scalar_scanners_and_the_regex_engine_do() {
         // each preset's scanner and the regex engine on its pattern
-        let scanners = [
-            (false, crate::pretokenize::gpt4::CL100K_PATTERN),
-            (true, crate::pretokenize::o200k::O200K_PATTERN),
-        ]
-        .map(|(o200k, pattern)| {
+        let scanners = [(false, CL100K_PATTERN), (true, O200K_PATTERN)].map(|(o200k, pattern)| {
             let engine = Pretokenizer::new(&format!("(?:{pattern})")).unwrap();
             (o200k, Pretokenizer::new(pattern).unwrap(), engine)
         });
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         for round in 0..20_000 {
-            let mut text = String::new();
-            let len = 1 + round % 200;
-            while text.len() < len {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                // mostly ASCII letters and spaces, as in prose, for long ASCII stretches
-                let pick = (seed % 96) as usize;
-                text.push_str(match parts.get(pick) {
-                    Some(part) => part,
-                    None => ["x", " ", "y", " ", "Q", "\n"][pick % 6],
-                });
-            }
+            let text = random_text(&mut seed, 1 + round % 200);
             for (o200k, pretok, engine) in &scanners {
-                let (mut got, mut expected) = (vec![], vec![]);
-                pretok.for_each(&text, |w| got.push(w)).unwrap();
-                engine.for_each(&text, |w| expected.push(w)).unwrap();
+                let got = pieces(pretok, &text);
                 assert_eq!(got, scalar(&text, *o200k), "o200k {o200k}: {text:?}");
-                assert_eq!(got, expected, "o200k {o200k}: {text:?}");
+                assert_eq!(got, pieces(engine, &text), "o200k {o200k}: {text:?}");
             }
         }
+    }
+
+    /// Every cut `can_cut_before` allows keeps the pretokens: both sides give those of the whole.
+    #[test]
+    fn every_allowed_cut_keeps_the_pretokens() {
+        let presets = [CL100K_PATTERN, O200K_PATTERN].map(|p| Pretokenizer::new(p).unwrap());
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut cuts = 0;
+        for round in 0..3_000 {
+            let text = random_text(&mut seed, 1 + round % 100);
+            for pretok in &presets {
+                let whole = pieces(pretok, &text);
+                for p in (1..text.len()).filter(|&p| text.is_char_boundary(p)) {
+                    if pretok.can_cut_before(text.as_bytes(), p) {
+                        let mut parts = pieces(pretok, &text[..p]);
+                        parts.extend(pieces(pretok, &text[p..]));
+                        assert_eq!(parts, whole, "cut at {p} of {text:?}");
+                        cuts += 1;
+                    }
+                }
+            }
+        }
+        assert!(cuts > 50_000, "{cuts}");
     }
 }

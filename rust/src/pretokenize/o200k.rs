@@ -12,7 +12,7 @@
 //! takes that one alone (the ones after it are upper-case). `U+W*` takes both runs greedily.
 
 use crate::pretokenize::decode_at;
-use crate::pretokenize::gpt4::contraction_end;
+use crate::pretokenize::gpt4::{char_before, contraction_end};
 use crate::tables::{BLOCK_SHIFT, O200K_BLOCKS, O200K_BLOCK_INDEX};
 
 /// GPT-4o's pattern, verbatim from tiktoken 0.14.0; a pattern equal to it runs on this scanner.
@@ -189,6 +189,42 @@ pub(crate) fn o200k_token_end(b: &[u8], i: usize) -> usize {
         last
     } else {
         end
+    }
+}
+
+/// Whether a cut before byte `p` (a character boundary, 0 < p < len) of a segment is safe for
+/// o200k: the pretokens of the two sides are then those of the whole.
+///
+/// With `x` the character before `p` and `y` the one at `p`, in the classes letter, mark,
+/// number, whitespace, other, the cut is safe when: `x` is a number and `y` is not; `x` is a
+/// letter and `y` a number, whitespace or other but `'`; `x` is other or a mark and `y` a number
+/// or whitespace but `\r`, `\n`. Proof. (1) `p` ends the pretoken `t` holding `x`. A word (a
+/// letter pretoken) is an optional first character (neither letter, number, `\r` nor `\n`),
+/// letters and marks, and a contraction, so it goes on at `p` only if `y` is a letter, a mark
+/// or `'` (excluded for a letter `x`), or if `x` is its first character (`y` is then a letter
+/// or a mark: excluded). A run of other (marks are other there) and the `[\r\n/]*` after it go
+/// on only into other, a mark, `\r` or `\n` (excluded); numbers only into numbers;
+/// whitespace pretokens hold no `x`. So `t` ends at `p`. (2) The prefix gives the same
+/// pretokens: the scanner has no lookbehind, and past the end of a pretoken it reads only to see
+/// a run of some classes stop, at `y` (a character none of those runs takes, as shown) or at the
+/// end of the text, with the same outcome, including where `U*` gives characters back (the
+/// character after the run is not lower-case either way); to try a contraction (none at `y`,
+/// nor at the end); and for `\s+(?!\S)`, which only whitespace pretokens try, none ending at
+/// `p`. (3) The suffix starts at a pretoken boundary of the whole, and pretokens from there
+/// depend only on the text from there. Text has such cuts in every script: after a word (or a
+/// word ending in a mark, as Thai and Devanagari ones often do) before a space, after a word
+/// before punctuation, around digits.
+#[inline]
+pub(crate) fn can_cut_before(b: &[u8], p: usize) -> bool {
+    let (x, _) = flags_at(b, char_before(b, p));
+    let (y, _) = flags_at(b, p);
+    let horizontal = y & SPACE != 0 && b[p] != b'\r' && b[p] != b'\n';
+    if x & NUMBER != 0 {
+        y & NUMBER == 0
+    } else if x & LETTER != 0 {
+        y & (UPPER | LOWER) == 0 && b[p] != b'\''
+    } else {
+        x & SPACE == 0 && (y & NUMBER != 0 || horizontal)
     }
 }
 
