@@ -164,7 +164,7 @@ fn scan_block<const O200K: bool>(
     b: &[u8],
     i: &mut usize,
     ascii_from: &mut usize,
-    mut f: impl FnMut(usize, usize),
+    f: impl FnMut(usize, usize),
 ) -> bool {
     let base = *i;
     let Some(block) = b.get(base..base + BLOCK) else {
@@ -207,12 +207,18 @@ fn scan_block<const O200K: bool>(
         starts = starts & !((1 << (k + len)) - (1 << from)) | 1 << (k + len);
         joined = k + len;
     }
-    // starts in 1..=sure: each ends the pretoken before it
-    let mut rest = starts & within & !1;
+    emit_starts(starts & within, i, f)
+}
+
+/// Calls `f` on the pretokens that the starts in 1.. of the block at `*i` end (each ends the
+/// pretoken before it) and moves `*i` to the last start; false when there is none. (GPT-2's
+/// `ascii.rs` has the same loop, and could call this one.)
+#[inline(always)]
+pub(super) fn emit_starts(starts: u64, i: &mut usize, mut f: impl FnMut(usize, usize)) -> bool {
+    let (base, mut rest, mut from) = (*i, starts & !1, 0);
     if rest == 0 {
         return false;
     }
-    let mut from = 0;
     while rest != 0 {
         let k = rest.trailing_zeros() as usize;
         f(base + from, base + k);

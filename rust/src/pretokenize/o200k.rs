@@ -89,6 +89,9 @@ fn contraction(b: &[u8], i: usize) -> usize {
     }
 }
 
+/// A letter alternative: the end of its match from a byte offset, if it matches.
+type Word = fn(&[u8], usize) -> Option<usize>;
+
 /// End of `U*W+C?` from `s` (C the contraction), if it matches.
 #[inline]
 fn lower_word(b: &[u8], s: usize) -> Option<usize> {
@@ -127,24 +130,11 @@ pub(crate) fn o200k_token_end(b: &[u8], i: usize) -> usize {
     // 1-2. the letter alternatives, each first with the optional `[^\r\n\p{L}\p{N}]` taken
     let prefix = f & (LETTER | NUMBER) == 0 && b[i] != b'\r' && b[i] != b'\n';
     let cased = f & (UPPER | LOWER) != 0; // a letter or a mark
-    if prefix {
-        if let Some(end) = lower_word(b, i + len) {
-            return end;
-        }
-    }
-    if cased {
-        if let Some(end) = lower_word(b, i) {
-            return end;
-        }
-    }
-    if prefix {
-        if let Some(end) = upper_word(b, i + len) {
-            return end;
-        }
-    }
-    if cased {
-        if let Some(end) = upper_word(b, i) {
-            return end;
+    for word in [lower_word as Word, upper_word] {
+        for (tried, from) in [(prefix, i + len), (cased, i)] {
+            if let Some(end) = tried.then(|| word(b, from)).flatten() {
+                return end;
+            }
         }
     }
     // 3. \p{N}{1,3}
