@@ -276,8 +276,8 @@ def test_import_pulls_in_no_optional_dependency() -> None:
     """`import bytepair` stays light: numpy, tqdm and the test peers load only when used."""
     code = (
         "import sys, bytepair; "
-        "print(sorted(m for m in ('numpy', 'tqdm', 'tiktoken', 'tokenizers', 'regex', 'hypothesis')"
-        " if m in sys.modules))"
+        "print(sorted(m for m in ('numpy', 'tqdm', 'tiktoken', 'tokenizers', 'regex', 'hypothesis',"
+        " 'ray') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -12,7 +12,7 @@ use pyo3::exceptions::{
 };
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedStr;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyList};
 
 use crate::count::{self, CountConfig, CountError, TableError, WordCounts};
@@ -325,6 +325,17 @@ fn counts_file_bytes<'py>(
         .detach(|| counts_file::file_bytes(meta, &counts.lock(), n_parts))
         .map_err(table_err)?;
     Ok(PyBytes::new(py, &bytes))
+}
+
+/// The sum of blobs of `WordCounts.to_bytes` (each sorted) as one such blob, by a merge of
+/// the sorted lists (see `counts_file::sum_blobs`); ValueError names a bad blob.
+#[pyfunction]
+fn sum_blobs<'py>(py: Python<'py>, blobs: Vec<PyBackedBytes>) -> PyResult<Bound<'py, PyBytes>> {
+    let slices: Vec<&[u8]> = blobs.iter().map(|b| b.as_ref()).collect();
+    let sum = py
+        .detach(|| counts_file::sum_blobs(&slices))
+        .map_err(|e| PyValueError::new_err(format!("not a valid WordCounts blob: {e}")))?;
+    Ok(PyBytes::new(py, &sum))
 }
 
 /// (metadata, number of sections) of a `.bpc` file, its header checked.
@@ -663,6 +674,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenizer_kind, m)?)?;
     m.add_function(wrap_pyfunction!(encode_block, m)?)?;
     m.add_function(wrap_pyfunction!(counts_file_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(read_counts_header, m)?)?;
     m.add_function(wrap_pyfunction!(read_counts_file, m)?)?;
     m.add_function(wrap_pyfunction!(find_cuts, m)?)?;

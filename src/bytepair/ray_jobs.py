@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import _core
 from ._checks import check_input_files, check_num_threads
 from .encoding import Tokenizer
 from .pretokenize import CountStats, WordCounts
@@ -163,11 +164,9 @@ def _count_task(shard: Shard, options: dict, n_parts: int, crash: str | None) ->
 
 
 def _reduce_task(*blobs: bytes) -> bytes:
-    """A reduce task: one partition's blobs from every shard, added up into one blob."""
-    total = WordCounts()
-    for blob in blobs:
-        total.add_bytes(blob)
-    return total.to_bytes()
+    """A reduce task: one partition's blobs from every shard, added up into one blob (a merge
+    of their sorted word lists, in the core)."""
+    return _core.sum_blobs(list(blobs))
 
 
 def count_on_ray(
