@@ -138,6 +138,39 @@ pub fn sum_blobs(blobs: &[&[u8]]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// The table of blobs whose words are disjoint (the partitions of a reduce), built on up to
+/// `num_threads` threads: each adds some blobs into a table of its own, then the tables are
+/// summed partition by partition (`WordCounts::sum`). Joining 2.75 M words on one thread took
+/// 1.4 s, which at a terabyte's few hundred million words would rival the merge loop.
+pub fn table_of_blobs(blobs: &[&[u8]], num_threads: usize) -> Result<WordCounts, String> {
+    let n = crate::worker_count(num_threads).min(blobs.len()).max(1);
+    let per = blobs.len().div_ceil(n).max(1);
+    let add_all = |part: &[&[u8]]| {
+        let mut table = WordCounts::default();
+        for blob in part {
+            table.add_blob(blob)?;
+        }
+        Ok::<_, String>(table)
+    };
+    let tables = std::thread::scope(|scope| {
+        let workers: Vec<_> = blobs
+            .chunks(per)
+            .map(|part| std::thread::Builder::new().spawn_scoped(scope, move || add_all(part)))
+            .collect();
+        let mut tables = Vec::new();
+        for (part, worker) in blobs.chunks(per).zip(workers) {
+            tables.push(match worker {
+                Ok(handle) => handle
+                    .join()
+                    .unwrap_or_else(|_| Err("a joining thread panicked".into()))?,
+                Err(_) => add_all(part)?, // no thread could start: this one does it
+            });
+        }
+        Ok::<_, String>(tables)
+    })?;
+    WordCounts::sum(tables).map_err(|e| format!("{e:?} while joining the partitions"))
+}
+
 /// The words of a blob in order, checked as they are read: the header, words in strictly
 /// increasing order (so none is repeated), the end mark right after the last.
 struct BlobWords<'a> {
@@ -519,6 +552,17 @@ mod tests {
             WordCounts::default().to_bytes().unwrap()
         );
         assert!(sum_blobs(&[&refs[0][..refs[0].len() - 1]]).is_err());
+    }
+
+    #[test]
+    fn table_of_partitions_is_the_table() {
+        let wc = sample();
+        let blobs = wc.to_blobs(5, |w| partition_of(w, 5) as usize).unwrap();
+        let refs: Vec<&[u8]> = blobs.iter().map(Vec::as_slice).collect();
+        for threads in [1, 2, 8] {
+            assert_eq!(table_of_blobs(&refs, threads).unwrap(), wc);
+        }
+        assert!(table_of_blobs(&[b"nope"], 2).is_err());
     }
 
     #[test]

@@ -338,6 +338,22 @@ fn sum_blobs<'py>(py: Python<'py>, blobs: Vec<PyBackedBytes>) -> PyResult<Bound<
     Ok(PyBytes::new(py, &sum))
 }
 
+/// The table of blobs whose words are disjoint (a reduce's partitions), joined on up to
+/// `num_threads` threads (see `counts_file::table_of_blobs`).
+#[pyfunction]
+#[pyo3(signature = (blobs, *, num_threads))]
+fn table_of_blobs(
+    py: Python<'_>,
+    blobs: Vec<PyBackedBytes>,
+    num_threads: usize,
+) -> PyResult<PyWordCounts> {
+    let slices: Vec<&[u8]> = blobs.iter().map(|b| b.as_ref()).collect();
+    let table = py
+        .detach(|| counts_file::table_of_blobs(&slices, num_threads))
+        .map_err(|e| PyValueError::new_err(format!("not valid WordCounts blobs: {e}")))?;
+    Ok(PyWordCounts::wrap(table))
+}
+
 /// (metadata, number of sections) of a `.bpc` file, its header checked.
 #[pyfunction]
 fn read_counts_header<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(Bound<'py, PyBytes>, u32)> {
@@ -675,6 +691,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_block, m)?)?;
     m.add_function(wrap_pyfunction!(counts_file_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(sum_blobs, m)?)?;
+    m.add_function(wrap_pyfunction!(table_of_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(read_counts_header, m)?)?;
     m.add_function(wrap_pyfunction!(read_counts_file, m)?)?;
     m.add_function(wrap_pyfunction!(find_cuts, m)?)?;

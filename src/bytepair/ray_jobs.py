@@ -198,11 +198,12 @@ def count_on_ray(
         stats.max_chunk = max(stats.max_chunk, max_chunk)
         return shards[i].n_bytes
 
-    def joined(_: int, blob: bytes) -> int:
-        total.add_bytes(blob)  # partitions are disjoint: this only inserts
+    reduced_blobs: list[bytes] = [b""] * n_parts
+
+    def joined(j: int, blob: bytes) -> int:
+        reduced_blobs[j] = blob
         return 0
 
-    total = WordCounts()
     bar = _Bar(show, "counting", sum(s.n_bytes for s in shards), len(shards))
     try:
         run_tasks(ray, [m[0] for m in maps], [str(s) for s in shards], counted, bar)
@@ -210,6 +211,8 @@ def count_on_ray(
     except BaseException:
         cancel(ray, [m[0] for m in maps] + reduced)
         raise
+    # the partitions are disjoint: joining them only inserts, on all this machine's cores
+    total = _core.table_of_blobs(reduced_blobs, num_threads=check_num_threads(None))
     return total
 
 
