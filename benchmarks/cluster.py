@@ -11,7 +11,6 @@ as the driver): time, peak RSS, others' CPU load, and whether the results are id
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
@@ -24,7 +23,7 @@ import psutil
 from common import CORPUS_DIR, EOT, describe_env, machine_cpu_s, run_child
 
 import bytepair
-from bytepair.ray_encode import concatenate, encode_on_ray
+from bytepair.ray_encode import concatenate, encode_on_ray, file_sha256
 from bytepair.ray_jobs import train_on_ray
 from bytepair.shards import plan_shards
 
@@ -85,14 +84,6 @@ def tree_cpu_s() -> float:
         except psutil.Error:
             pass
     return total
-
-
-def sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 24):
-            h.update(block)
-    return h.hexdigest()
 
 
 def on_cluster(label: str, work) -> tuple[object, dict]:
@@ -161,9 +152,12 @@ def main() -> None:
     ray.init(address=nodes.address, logging_level=logging.WARNING)
     print(json.dumps({"run": "connect", "s": time.perf_counter() - t0}))
     try:
-        runs = [
-            ("train ray (32 files)", names),
-            ("train ray (1 file, 32 ranges)", [str(args.corpus)]),
+        n = args.shards
+        print(json.dumps({"run": "idle cluster", "tree_rss_mb": tree_rss() / 2**20}), flush=True)
+        runs = [  # the first on new workers (each imports bytepair), the others on warm ones
+            (f"train ray ({n} files, cold workers)", names),
+            (f"train ray ({n} files)", names),
+            (f"train ray (1 file, {n} ranges)", [str(args.corpus)]),
         ]
         for label, inputs in runs:
             (tok, report), _ = on_cluster(
@@ -177,10 +171,10 @@ def main() -> None:
         for f in sorted(out.glob("**/*"), reverse=True):
             f.unlink() if f.is_file() else f.rmdir()
         on_cluster(
-            "encode ray (32 tasks)", lambda: encode_on_ray(local, names, out, progress=False)
+            f"encode ray ({n} tasks)", lambda: encode_on_ray(local, names, out, progress=False)
         )
         on_cluster("concatenate (driver)", lambda: concatenate(out, args.work / "ray.bin"))
-        same = sha(args.work / "ray.bin") == sha(local_bin)
+        same = file_sha256(args.work / "ray.bin") == file_sha256(local_bin)
         print(json.dumps({"run": "encode", "identical_bin": same}), flush=True)
     finally:
         ray.shutdown()

@@ -354,8 +354,18 @@ def _encode(args: argparse.Namespace) -> None:
     from .io import load
 
     tok = load(args.model)
+    options = {
+        "format": args.format,
+        "dtype": args.dtype,
+        "jsonl_field": args.jsonl_field,
+        "column": args.column,
+        "append_eot": args.append_eot,
+        "eot": args.eot,
+        "errors": args.errors,
+        "progress": False if args.quiet else None,
+    }
     if args.ray is not None:
-        _encode_on_ray(args, tok)
+        _encode_on_ray(args, tok, options)
         return
     if args.concat is not None:
         raise ValueError("--concat joins the shards of --ray; without --ray the output is one file")
@@ -364,17 +374,10 @@ def _encode(args: argparse.Namespace) -> None:
             tok,
             args.inputs,
             args.output,
-            format=args.format,
-            dtype=args.dtype,
-            jsonl_field=args.jsonl_field,
-            column=args.column,
-            append_eot=args.append_eot,
-            eot=args.eot,
-            errors=args.errors,
             num_threads=args.threads,
             resume=args.resume,
-            progress=False if args.quiet else None,
             block_size=args.block_size or DEFAULT_BLOCK_SIZE,
+            **options,
         )
     except KeyboardInterrupt:
         print("bytepair: rerun with --resume to continue where it stopped", file=sys.stderr)
@@ -390,24 +393,18 @@ def _encode(args: argparse.Namespace) -> None:
         )
 
 
-def _encode_on_ray(args: argparse.Namespace, tok) -> None:
+def _encode_on_ray(args: argparse.Namespace, tok, options: dict) -> None:
     from .ray_encode import encode_on_ray
 
+    threads = args.threads or 1
     report = encode_on_ray(
         tok,
         args.inputs,
         args.output,
         address=args.ray,
         concat=args.concat,
-        format=args.format,
-        dtype=args.dtype,
-        jsonl_field=args.jsonl_field,
-        column=args.column,
-        append_eot=args.append_eot,
-        eot=args.eot,
-        errors=args.errors,
-        num_threads=args.threads or 1,
-        progress=False if args.quiet else None,
+        num_threads=threads,
+        **options,
     )
     if not args.quiet:
         print(report.summary(), file=sys.stderr)

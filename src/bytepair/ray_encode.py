@@ -7,18 +7,18 @@ order into one file equal to a local `encode_files` of all the inputs.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .corpus import EOT, _eot_id, encode_files, tokenizer_hash
+from .corpus import EOT, CorpusReport, _eot_id, encode_files, tokenizer_hash
 from .corpus_inputs import Source, expand_inputs
+from .corpus_streams import Hashing
 from .encoding import Tokenizer
 from .formats._common import write_atomic
 from .ray_jobs import _Bar, connected, run_tasks
@@ -31,23 +31,14 @@ _COPY_TOKENS = 1 << 24
 
 
 @dataclass
-class ShardedReport:
-    """What `encode_on_ray` did."""
+class ShardedReport(CorpusReport):
+    """What `encode_on_ray` did: `CorpusReport`'s figures over all shards, and how many were
+    complete before (skipped)."""
 
-    n_shards: int = 0
     n_skipped: int = 0
-    n_bytes: int = 0
-    n_tokens: int = 0
-    seconds: float = 0.0
-    outputs: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        rate = self.n_bytes / 1e6 / self.seconds if self.seconds else 0.0
-        return (
-            f"encoded {self.n_shards:,} shard(s) ({self.n_skipped:,} complete before): "
-            f"{self.n_bytes:,} bytes, {self.n_tokens:,} tokens in {self.seconds:.2f} s "
-            f"({rate:.1f} MB/s)"
-        )
+        return f"{super().summary()}; {self.n_skipped:,} of them complete before (skipped)"
 
 
 def encode_on_ray(
@@ -98,7 +89,8 @@ def encode_on_ray(
     del config["num_threads"]  # may change between runs
     entries = _previous(out_dir, config, sources, names)
     todo = [i for i, entry in enumerate(entries) if entry is None]
-    report = ShardedReport(len(sources), len(sources) - len(todo))
+    report = ShardedReport(n_inputs=len(sources), dtype=out_dtype.name)
+    report.n_skipped = len(sources) - len(todo)
     out_dir.mkdir(parents=True, exist_ok=True)
     _save(out_dir, config, entries)
     if todo:
@@ -122,8 +114,8 @@ def encode_on_ray(
     report.outputs = [str(out_dir / MANIFEST)]
     if concat is not None:
         report.outputs += concatenate(out_dir, concat)
-    report.n_bytes = sum(e["n_bytes"] for e in entries)
-    report.n_tokens = sum(e["n_tokens"] for e in entries)
+    for key in ("n_bytes", "n_documents", "n_tokens", "n_replaced"):
+        setattr(report, key, sum(e[key] for e in entries))
     report.seconds = time.perf_counter() - start
     return report
 
@@ -157,17 +149,16 @@ def _encode_task(tok: Tokenizer, src: str, out: str, options: dict) -> dict:
         "n_bytes": report.n_bytes,
         "n_documents": report.n_documents,
         "n_tokens": report.n_tokens,
+        "n_replaced": report.n_replaced,
         "size": data.stat().st_size,
-        "sha256": _sha256(data),
+        "sha256": file_sha256(data),
     }
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 of a file, as the sidecars record inputs."""
     with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
+        return Hashing(f).finish()
 
 
 def _previous(out_dir: Path, config: dict, sources: list[Source], names: list[str]) -> list:
