@@ -106,13 +106,20 @@ def on_cluster(label: str, work) -> tuple[object, dict]:
 
 
 def locally(label: str, cmd: list[str]) -> dict:
-    res = run_child([sys.executable, "-m", "bytepair.cli", *cmd], dict(os.environ), 3600)
+    """A CLI run in a fresh process, under /usr/bin/time: its peak RSS is then that of a child
+    of a small process (a child forked from this one would count its copy of this process)."""
+    timed = ["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-m", "bytepair.cli", *cmd]
+    res = run_child(timed, dict(os.environ), 3600)
     assert res["rc"] == 0, res["stderr"]
+    lines = res["stderr"].splitlines()
+    peak_kb = next(int(x.split()[1]) for x in reversed(lines) if x.startswith("MAXRSS_KB"))
+    stages = next((x.split("time: ")[1] for x in lines if "time: " in x), "")
     row = {
         "run": label,
         "s": res["wall_s"],
-        "peak_mb": res["peak_rss_mb"],
+        "peak_mb": peak_kb / 1024,
         "others_pct": res["others_pct"],
+        "stages": stages,
     }
     print(json.dumps(row), flush=True)
     return row
@@ -130,16 +137,13 @@ def main() -> None:
     files = split(args.corpus, args.shards, args.work / "shards")
     names = [str(f) for f in files]
     tok_dir, out = args.work / "local-tok", args.work / "out"
-    vocab = ["--vocab-size", str(args.vocab_size), "--special-token", EOT, "--quiet"]
-
-    # local runs first, while this process is small (a child's peak RSS counts its fork of it)
-    locally("train local (2 threads)", ["train", *names, *vocab, "-o", str(tok_dir)])
-    local = bytepair.load(tok_dir)
+    vocab = ["--vocab-size", str(args.vocab_size), "--special-token", EOT]
     local_bin = args.work / "local.bin"
-    locally(
-        "encode local (2 threads)",
-        ["encode", str(tok_dir), *names, "-o", str(local_bin), "--quiet"],
-    )
+    train_local = ["train", *names, *vocab, "-o", str(tok_dir)]
+    encode_local = ["encode", str(tok_dir), *names, "-o", str(local_bin), "--quiet"]
+    locally("train local (2 threads)", train_local)
+    local = bytepair.load(tok_dir)
+    locally("encode local (2 threads)", encode_local)
 
     import ray
     from ray.cluster_utils import Cluster
@@ -168,14 +172,15 @@ def main() -> None:
             )
             same = tok.merges == local.merges
             print(json.dumps({"run": label, "identical_merges": same, "stages": report.seconds}))
-        for f in sorted(out.glob("**/*"), reverse=True):
-            f.unlink() if f.is_file() else f.rmdir()
-        on_cluster(
-            f"encode ray ({n} tasks)", lambda: encode_on_ray(local, names, out, progress=False)
-        )
-        on_cluster("concatenate (driver)", lambda: concatenate(out, args.work / "ray.bin"))
-        same = file_sha256(args.work / "ray.bin") == file_sha256(local_bin)
-        print(json.dumps({"run": "encode", "identical_bin": same}), flush=True)
+            locally("train local again (others' load changes)", train_local)
+        for _ in range(2):
+            for f in sorted(out.glob("**/*"), reverse=True):
+                f.unlink() if f.is_file() else f.rmdir()
+            on_cluster(f"encode ray ({n} tasks)", lambda: encode_on_ray(local, names, out))
+            on_cluster("concatenate (driver)", lambda: concatenate(out, args.work / "ray.bin"))
+            same = file_sha256(args.work / "ray.bin") == file_sha256(local_bin)
+            print(json.dumps({"run": "encode", "identical_bin": same}), flush=True)
+            locally("encode local again", encode_local)
     finally:
         ray.shutdown()
         nodes.shutdown()

@@ -65,14 +65,17 @@ def inputs(cs336_data: Path, tmp_path_factory: pytest.TempPathFactory) -> list[P
     return files
 
 
-def test_train_equals_local(cluster: str, inputs: list[Path]) -> None:
+def test_train_equals_local(
+    cluster: str, inputs: list[Path], capsys: pytest.CaptureFixture
+) -> None:
     local = bytepair.train(inputs, 800, [EOT], progress=False)
     for n_shards, n_parts in [(None, None), (9, 3)]:
         tok, report = train_on_ray(
-            inputs, 800, [EOT], n_shards=n_shards, n_parts=n_parts, progress=False
+            inputs, 800, [EOT], n_shards=n_shards, n_parts=n_parts, progress=True
         )
         assert tok.merges == local.merges and tok.vocab == local.vocab
         assert report.n_bytes == sum(p.stat().st_size for p in inputs)
+    assert "9/9 shards" in capsys.readouterr().err  # the driver's progress bar
 
 
 def test_killed_worker_is_retried_without_lost_or_doubled_counts(

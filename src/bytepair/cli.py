@@ -250,6 +250,10 @@ def _run_training(args: argparse.Namespace):
         from .train import TrainReport
 
         counts, info = load_counts(args.from_counts)
+        if info.n_bytes == 0:
+            raise ValueError(
+                f"the counts hold no text ({len(info.files)} file(s)): nothing to train on"
+            )
         specials = _counted_options(args, info)
         report = TrainReport(n_bytes=info.n_bytes, n_replaced=info.n_replaced)
         common["pattern"] = info.pattern if args.continue_from is None else args.pattern
