@@ -189,6 +189,11 @@ def test_count_cli_then_from_counts_equals_local_training(
     assert _cli("train", "--from-counts", glob, "--vocab-size", 600, "-o", tmp_path / "s") == 0
     for name in ("bytepair.model", "merges.txt", "vocab.json"):
         assert (tmp_path / "s" / name).read_bytes() == (tmp_path / "l" / name).read_bytes()
+    go_on = ("--vocab-size", 700, "--continue-from", tmp_path / "l", "-o")
+    assert _cli("train", corpus, *go_on, tmp_path / "l2") == 0
+    assert _cli("train", "--from-counts", glob, *go_on, tmp_path / "s2") == 0
+    model = "bytepair.model"
+    assert (tmp_path / "s2" / model).read_bytes() == (tmp_path / "l2" / model).read_bytes()
     # bad input: one clear line, exit status 2
     capsys.readouterr()
     wrong = ("--special-token", "<|other|>")

@@ -256,7 +256,10 @@ def _run_training(args: argparse.Namespace):
             )
         specials = _counted_options(args, info)
         report = TrainReport(n_bytes=info.n_bytes, n_replaced=info.n_replaced)
-        common["pattern"] = info.pattern if args.continue_from is None else args.pattern
+        common["pattern"] = info.pattern
+        if args.continue_from is not None:
+            common["continue_from"] = _counted_base(args.continue_from, info, specials)
+            common["pattern"] = None  # the base's, checked to be the counts'
         return train_from_counts_with_report(
             counts,
             args.vocab_size,
@@ -266,6 +269,8 @@ def _run_training(args: argparse.Namespace):
             report=report,
             **common,
         )
+    if args.shards is not None and args.ray is None:
+        raise ValueError("--shards splits the counting over a Ray cluster: it needs --ray")
     if args.ray is not None:
         from .ray_jobs import train_on_ray
 
@@ -306,6 +311,25 @@ def _counted_options(args: argparse.Namespace, info) -> list[str]:
             f"{given!r}: leave --special-token out, or count again with them"
         )
     return given or info.special_tokens
+
+
+def _counted_base(path: Path, info, specials: list[str]):
+    """The tokenizer to continue from, if the counts were made as its pattern and special
+    tokens (and those added) would have counted."""
+    from .io import load
+
+    base = load(path)
+    if base.pattern != info.pattern:
+        raise ValueError(
+            f"{path} splits text with {base.pattern!r}, the counts were made with "
+            f"{info.pattern!r}: count again with its pattern"
+        )
+    if set(base.special_tokens) | set(specials) != set(info.special_tokens):
+        raise ValueError(
+            f"the counts were made with the special tokens {info.special_tokens!r}; {path} "
+            f"and --special-token make {sorted(set(base.special_tokens) | set(specials))!r}"
+        )
+    return base
 
 
 def _count(args: argparse.Namespace) -> None:
