@@ -212,8 +212,7 @@ def count_on_ray(
         cancel(ray, [m[0] for m in maps] + reduced)
         raise
     # the partitions are disjoint: joining them only inserts, on all this machine's cores
-    total = _core.table_of_blobs(reduced_blobs, num_threads=check_num_threads(None))
-    return total
+    return _core.table_of_blobs(reduced_blobs, num_threads=check_num_threads(None))
 
 
 def train_on_ray(
@@ -239,6 +238,10 @@ def train_on_ray(
     >>> tok, report = train_on_ray("shards/*.txt", 32_000, address="auto")  # doctest: +SKIP
     """
     run = plan(vocab_size, special_tokens, pattern, continue_from)
+    if n_parts is not None and (
+        isinstance(n_parts, bool) or not isinstance(n_parts, int) or n_parts < 1
+    ):
+        raise ValueError(f"n_parts must be a positive integer, got {n_parts!r}")
     files = check_input_files(_expand(inputs))
     threads = check_num_threads(num_threads)
     show = _show_progress(progress)
