@@ -46,7 +46,7 @@ def _shard_sum(files: list[Path], n: int, specials: list[str], pattern: str = "g
     assert sum(s.n_bytes for s in shards) == sum(f.stat().st_size for f in files)
     total = bytepair.WordCounts()
     for shard in shards:
-        total.merge(count_shard(shard, special_tokens=specials, pattern=pattern))
+        total.merge(count_shard(shard, special_tokens=specials, pattern=pattern, num_threads=1))
     return total, shards
 
 
@@ -59,13 +59,13 @@ def test_shards_add_up_to_the_whole(tmp_path: Path, seed: int, specials: list[st
         files[-1].write_bytes(_corpus(100 * seed + k, 3000))
     whole = count_files(files, special_tokens=specials).items()
     rng = random.Random(seed)
-    for n in sorted({1, 2, *rng.sample(range(3, 400), 6)}):
+    for n in sorted({1, 2, *rng.sample(range(3, 300), 3)}):
         total, _ = _shard_sum(files, n, specials)
         assert total.items() == whole, f"{n} shards"
 
 
-@settings(max_examples=20, deadline=None)
-@given(n=st.integers(1, 700), seed=st.integers(0, 3))
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 300), seed=st.integers(0, 3))
 def test_any_number_of_shards(tmp_path_factory: pytest.TempPathFactory, n: int, seed: int) -> None:
     path = tmp_path_factory.mktemp("h") / "c.txt"
     path.write_bytes(_corpus(seed, 2000))
