@@ -19,7 +19,7 @@ from .pretokenize import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files
 from .resume import MAX_VOCAB_SIZE, Plan, layout, plan
 
 __all__ = ["MAX_VOCAB_SIZE", "TrainReport", "train", "train_bpe", "train_from_counts",
-           "train_from_iterator", "train_with_report"]
+           "train_from_counts_with_report", "train_from_iterator", "train_with_report"]
 #: What `continue_from` takes: a tokenizer, or a path `bytepair.load` reads.
 ContinueFrom = Tokenizer | str | os.PathLike | None
 
@@ -276,10 +276,38 @@ def train_from_counts(
     >>> train_from_counts(count_texts(["aaa ab"]), 257).merges
     [(b'a', b'a')]
     """
+    tok, _ = train_from_counts_with_report(
+        counts,
+        vocab_size,
+        special_tokens,
+        pattern=pattern,
+        num_threads=num_threads,
+        progress=progress,
+        continue_from=continue_from,
+    )
+    return tok
+
+
+def train_from_counts_with_report(
+    counts: WordCounts,
+    vocab_size: int,
+    special_tokens: Iterable[str] | None = None,
+    *,
+    pattern: str | None = None,
+    num_threads: int | None = None,
+    progress: bool | None = None,
+    continue_from: ContinueFrom = None,
+    consume: bool = False,
+    report: TrainReport | None = None,
+) -> tuple[Tokenizer, TrainReport]:
+    """`train_from_counts`, also returning the `TrainReport` (`report`: one to go on filling,
+    e.g. with the counting stage done elsewhere). `consume` empties `counts` instead of
+    copying it (the merge loop reuses its memory)."""
     run = plan(vocab_size, special_tokens, pattern, continue_from)
-    report = TrainReport()
+    report = report if report is not None else TrainReport()
     show = _show_progress(progress)
-    return _merge_stage(counts, run, report, show, consume=False, num_threads=num_threads)
+    tok = _merge_stage(counts, run, report, show, consume=consume, num_threads=num_threads)
+    return tok, report
 
 
 def train_bpe(
