@@ -161,11 +161,7 @@ def _train(args: argparse.Namespace) -> None:
     for w in caught:
         print(f"bytepair: warning: {w.message}", file=sys.stderr)
     if report.n_replaced and args.quiet:  # else the summary says it
-        print(
-            f"bytepair: warning: replaced {report.n_replaced:,} invalid UTF-8 sequences with "
-            f"U+FFFD (use --errors strict to refuse invalid input)",
-            file=sys.stderr,
-        )
+        _warn_replaced(report.n_replaced)
     if report.uncut_note() and args.quiet:
         print(f"bytepair: warning: {report.uncut_note()}", file=sys.stderr)
     if not args.quiet:
@@ -173,6 +169,15 @@ def _train(args: argparse.Namespace) -> None:
         for paths in written:
             names = ", ".join(p.name for p in paths)
             print(f"wrote {paths[0].parent}/: {names}", file=sys.stderr)
+
+
+def _warn_replaced(n_replaced: int) -> None:
+    """With --quiet, the one line of the summary that still matters."""
+    print(
+        f"bytepair: warning: replaced {n_replaced:,} invalid UTF-8 sequences with U+FFFD "
+        f"(use --errors strict to refuse invalid input)",
+        file=sys.stderr,
+    )
 
 
 def _run_training(args: argparse.Namespace):
@@ -247,11 +252,7 @@ def _encode(args: argparse.Namespace) -> None:
         print(report.summary(), file=sys.stderr)
         print(f"wrote {', '.join(report.outputs)}", file=sys.stderr)
     elif report.n_replaced:
-        print(
-            f"bytepair: warning: replaced {report.n_replaced:,} invalid UTF-8 sequences with "
-            f"U+FFFD (use --errors strict to refuse invalid input)",
-            file=sys.stderr,
-        )
+        _warn_replaced(report.n_replaced)
 
 
 def _encode_on_ray(args: argparse.Namespace, tok, options: dict) -> None:
