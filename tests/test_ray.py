@@ -78,6 +78,17 @@ def test_train_equals_local(
     assert "9/9 shards" in capsys.readouterr().err  # the driver's progress bar
 
 
+def test_continued_run_equals_local(cluster: str, inputs: list[Path], tmp_path: Path) -> None:
+    base = bytepair.train(inputs[:2], 400, [EOT], progress=False)
+    base.save(tmp_path / "base")
+    local = bytepair.train(inputs, 700, [EOT, "<|pad|>"], continue_from=base, progress=False)
+    tok, _ = train_on_ray(
+        inputs, 700, ["<|pad|>"], continue_from=tmp_path / "base", n_shards=4, progress=False
+    )
+    assert tok.merges == local.merges and tok.vocab == local.vocab
+    assert tok.special_tokens == local.special_tokens
+
+
 def test_killed_worker_is_retried_without_lost_or_doubled_counts(
     cluster: str, inputs: list[Path], tmp_path: Path
 ) -> None:
@@ -86,6 +97,13 @@ def test_killed_worker_is_retried_without_lost_or_doubled_counts(
     tok, _ = train_on_ray(inputs, 700, [EOT], n_shards=6, _crash=(3, str(marker)), progress=False)
     assert marker.exists()  # shard 3's first attempt died (os._exit) after counting
     assert tok.merges == local.merges
+
+
+def test_empty_input_is_refused_naming_it(cluster: str, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"the input is empty \(.*empty\.txt\)"):
+        train_on_ray(empty, 300, n_shards=2, progress=False)
 
 
 def test_bad_shard_fails_the_job_naming_it(

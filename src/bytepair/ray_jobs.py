@@ -22,7 +22,7 @@ from .encoding import Tokenizer
 from .pretokenize import CountStats, WordCounts
 from .resume import plan
 from .shards import Shard, count_shard, plan_shards
-from .train import ContinueFrom, TrainReport, _show_progress, train_from_counts_with_report
+from .train import ContinueFrom, TrainReport, _after_counting, _merge_stage, _show_progress
 
 #: A task whose worker dies (killed, out of memory, node lost) is run again this many times.
 MAX_RETRIES = 3
@@ -266,20 +266,10 @@ def train_on_ray(
             ray, shards, options, n_parts=parts, show=show, stats=stats, _crash=_crash
         )
         report.seconds["count+reduce (ray)"] = time.perf_counter() - start
-    report.n_bytes, report.n_replaced = stats.n_bytes, stats.n_replaced
-    report.max_chunk = stats.max_chunk
-    if stats.n_bytes == 0:
-        raise ValueError(f"the input is empty ({', '.join(files)}): there is no text to train on")
-    return train_from_counts_with_report(
-        counts,
-        vocab_size,
-        special_tokens,
-        pattern=pattern,
-        progress=progress,
-        continue_from=run.base if run.base is not None else continue_from,
-        consume=True,
-        report=report,
-    )
+    _after_counting(report, stats, files)
+    # the merge loop runs here, on all this machine's cores (`num_threads` is per task)
+    tok = _merge_stage(counts, run, report, show, consume=True, num_threads=None)
+    return tok, report
 
 
 def _expand(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:

@@ -11,6 +11,7 @@ import time
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import _core
 from ._checks import check_input_files, check_num_threads
@@ -95,6 +96,15 @@ class _Bar:
             self._bar.close()
 
 
+def _after_counting(report: TrainReport, stats: CountStats, files: list[Path]) -> None:
+    """The report takes counting's figures; input files that held no text are refused."""
+    report.n_bytes, report.n_replaced = stats.n_bytes, stats.n_replaced
+    report.max_chunk = stats.max_chunk
+    if stats.n_bytes == 0:
+        names = ", ".join(str(p) for p in files)
+        raise ValueError(f"the input is empty ({names}): there is no text to train on")
+
+
 def _merge_stage(
     counts: WordCounts,
     run: Plan,
@@ -165,11 +175,8 @@ def train_with_report(
     finally:
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
-    report.n_bytes, report.n_replaced = stats.n_bytes, stats.n_replaced
-    report.max_chunk, report.chunk_size = stats.max_chunk, chunk_size
-    if stats.n_bytes == 0:
-        names = ", ".join(str(p) for p in files)
-        raise ValueError(f"the input is empty ({names}): there is no text to train on")
+    report.chunk_size = chunk_size
+    _after_counting(report, stats, files)
     tok = _merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
     return tok, report
 
