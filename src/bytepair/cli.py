@@ -248,6 +248,11 @@ def _encode(args: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         print("bytepair: rerun with --resume to continue where it stopped", file=sys.stderr)
         raise
+    _encode_summary(args, report)
+
+
+def _encode_summary(args: argparse.Namespace, report) -> None:
+    """The summary of a local or Ray encode; with --quiet only the invalid UTF-8 warning."""
     if not args.quiet:
         print(report.summary(), file=sys.stderr)
         print(f"wrote {', '.join(report.outputs)}", file=sys.stderr)
@@ -268,9 +273,7 @@ def _encode_on_ray(args: argparse.Namespace, tok, options: dict) -> None:
         num_threads=threads,
         **options,
     )
-    if not args.quiet:
-        print(report.summary(), file=sys.stderr)
-        print(f"wrote {', '.join(report.outputs)}", file=sys.stderr)
+    _encode_summary(args, report)
 
 
 def _decode(args: argparse.Namespace) -> None:
