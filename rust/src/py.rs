@@ -590,19 +590,22 @@ impl PyEncoder {
     /// Encodes the longest prefix of `text` whose ids cannot change with more text (all of it if
     /// `last`); returns the ids and the prefix length in characters (0 when more text is needed).
     #[pyo3(signature = (text, allowed_special=None, last=false))]
-    fn encode_prefix(
+    fn encode_prefix<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         text: &str,
         allowed_special: Option<Vec<String>>,
         last: bool,
-    ) -> PyResult<(Vec<TokenId>, usize)> {
+    ) -> PyResult<(Bound<'py, PyList>, usize)> {
         let set = self.set(allowed_special)?;
-        py.detach(|| {
-            let (ids, n_bytes) = self.inner.encode_prefix(text, &set, last)?;
-            Ok((ids, text[..n_bytes].chars().count()))
-        })
-        .map_err(encode_err)
+        let (ids, n_chars) = py
+            .detach(|| {
+                let (ids, n_bytes) = self.inner.encode_prefix(text, &set, last)?;
+                Ok((ids, text[..n_bytes].chars().count()))
+            })
+            .map_err(encode_err)?;
+        // the cached ints: a new int per id was a sixth of a stream's time
+        Ok((self.to_list(py, &ids)?, n_chars))
     }
 
     /// The bytes of `ids`, concatenated; an unknown id raises KeyError.
