@@ -277,7 +277,7 @@ def test_import_pulls_in_no_optional_dependency() -> None:
     code = (
         "import sys, bytepair; "
         "print(sorted(m for m in ('numpy', 'tqdm', 'tiktoken', 'tokenizers', 'regex', 'hypothesis',"
-        " 'rich', 'matplotlib')"
+        " 'rich', 'matplotlib', 'ray')"
         " if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

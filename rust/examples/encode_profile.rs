@@ -1,5 +1,5 @@
 //! Times the encoder's stages on one text, for profiling (perf, callgrind) without Python:
-//!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|docs|pretok] [reps]
+//!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|docs|count|pretok] [reps]
 //! VOCAB.bin: u32 n, then n × (u32 id, u32 len, bytes); u32 m, then m × (u32 len, bytes) × 2.
 use std::time::Instant;
 
@@ -22,6 +22,15 @@ fn read_bytes(b: &[u8], at: &mut usize) -> Vec<u8> {
 #[inline(never)]
 fn warm_pass(enc: &Encoder, text: &str) -> Vec<u32> {
     enc.encode(text, &None).unwrap()
+}
+
+/// Counts the words of `text` (a function of its own, for `callgrind --toggle-collect`).
+#[inline(never)]
+fn count_pass(config: &bytepair_core::count::CountConfig, text: &str) -> usize {
+    let mut counter = bytepair_core::count::Counter::default();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    counter.add_document(text, config, &stop).unwrap();
+    counter.finish().unwrap().len()
 }
 
 fn main() {
@@ -59,6 +68,22 @@ fn main() {
                 let n: usize = docs.iter().map(|d| warm_pass(&enc, d).len()).sum();
                 let s = t.elapsed().as_secs_f64();
                 println!("docs {:.3} s {:.1} MB/s {n} ids", s, mb / s);
+            }
+        }
+        "count" => {
+            // the counting loop of training on one thread, file reading aside
+            let config = bytepair_core::count::CountConfig {
+                specials: bytepair_core::pretokenize::Specials::new(&["<|endoftext|>"]).unwrap(),
+                pretok: Pretokenizer::new(GPT2_PATTERN).unwrap(),
+                strict: false,
+                chunk_size: 1 << 20,
+                num_threads: 1,
+            };
+            for _ in 0..reps {
+                let t = Instant::now();
+                let n = count_pass(&config, &text);
+                let s = t.elapsed().as_secs_f64();
+                println!("count {:.3} s {:.1} MB/s {n} words", s, mb / s);
             }
         }
         "cold" => {

@@ -379,15 +379,15 @@ impl Encoder {
     }
 
     /// Keeps caches for later calls: at most `MAX_SPARE_CACHES`, of `SPARE_BYTES` in all.
+    /// The oldest are dropped first: those just used are the warmest, and the next call takes
+    /// them (it takes from the end). Dropping the returned cache instead, once a per-document
+    /// loop had grown it past the budget, made the loop start cold again and again.
     fn give_back(&self, caches: Vec<Cache>) {
         let mut spare = self.spare_caches.lock().unwrap_or_else(|p| p.into_inner());
+        spare.extend(caches);
         let mut bytes: usize = spare.iter().map(Cache::bytes).sum();
-        for cache in caches {
-            bytes += cache.bytes();
-            if spare.len() == MAX_SPARE_CACHES || bytes > SPARE_BYTES {
-                break;
-            }
-            spare.push(cache);
+        while spare.len() > MAX_SPARE_CACHES || (bytes > SPARE_BYTES && spare.len() > 1) {
+            bytes -= spare.remove(0).bytes();
         }
     }
 

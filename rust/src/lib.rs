@@ -1,12 +1,15 @@
-//! bytepair's Rust core: pretokenize, count, train, encode. Pure Rust; the Python bindings live
+//! bytepair's Rust core: pretokenize, count (+ shards: where files split; counts_file: counts
+//! as bytes), train, encode. Pure Rust; the Python bindings live
 //! in `py.rs`, compiled only with the `python` feature (maturin turns it on), so `cargo test`
 //! needs no libpython.
 
 pub use unicode::UNICODE_VERSION;
 
 pub mod count;
+pub mod counts_file;
 pub mod encode;
 pub mod pretokenize;
+pub mod shards;
 #[rustfmt::skip]
 mod tables;
 pub mod train;

@@ -12,12 +12,14 @@ use pyo3::exceptions::{
 };
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedStr;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyList};
 
 use crate::count::{self, CountConfig, CountError, TableError, WordCounts};
+use crate::counts_file::{self, CountsFileError};
 use crate::encode::{EncodeError, Encoder, SpecialSet};
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials, GPT2_PATTERN};
+use crate::shards::CutFinder;
 use crate::train::{self, TokenId, TrainError};
 
 fn pretokenize_err(e: PretokenizeError) -> PyErr {
@@ -201,6 +203,30 @@ impl PyWordCounts {
         })?))
     }
 
+    /// The table as `n_parts` blobs of `to_bytes`'s format, blob i holding the words whose
+    /// partition (`counts_file::partition_of`, a fixed hash of the word) is i.
+    fn to_partitions<'py>(
+        &self,
+        py: Python<'py>,
+        n_parts: u32,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let n = n_parts.max(1);
+        let blobs = py
+            .detach(|| {
+                self.lock()
+                    .to_blobs(n as usize, |w| counts_file::partition_of(w, n) as usize)
+            })
+            .map_err(table_err)?;
+        Ok(blobs.iter().map(|b| PyBytes::new(py, b)).collect())
+    }
+
+    /// Adds the counts of a blob of `to_bytes` into this table, in place; returns its number
+    /// of words. ValueError names what is wrong with a bad blob.
+    fn add_bytes(&self, py: Python<'_>, data: &[u8]) -> PyResult<u64> {
+        py.detach(|| self.lock().add_blob(data))
+            .map_err(|e| PyValueError::new_err(format!("not a valid WordCounts blob: {e}")))
+    }
+
     /// Pickles as the blob of `to_bytes`, not as millions of Python tuples.
     fn __reduce__<'py>(
         &self,
@@ -273,6 +299,103 @@ fn count_texts(
         .detach(|| count::count_texts(&texts, &config))
         .map_err(count_err)?;
     counts.absorb(py, found)
+}
+
+fn counts_file_err(e: CountsFileError) -> PyErr {
+    match e {
+        CountsFileError::Io { path, source } => {
+            let errno = source.raw_os_error().unwrap_or(0);
+            PyOSError::new_err((errno, source.to_string(), path.display().to_string()))
+        }
+        CountsFileError::Table(t, _) => table_err(t),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+/// The bytes of a `.bpc` file holding `counts` in `n_parts` sections, with `meta` (see
+/// `counts_file::file_bytes`); the caller writes them (atomically).
+#[pyfunction]
+fn counts_file_bytes<'py>(
+    py: Python<'py>,
+    counts: &PyWordCounts,
+    meta: &[u8],
+    n_parts: u32,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let bytes = py
+        .detach(|| counts_file::file_bytes(meta, &counts.lock(), n_parts))
+        .map_err(table_err)?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// The sum of blobs of `WordCounts.to_bytes` (each sorted) as one such blob, by a merge of
+/// the sorted lists (see `counts_file::sum_blobs`); ValueError names a bad blob.
+#[pyfunction]
+fn sum_blobs<'py>(py: Python<'py>, blobs: Vec<PyBackedBytes>) -> PyResult<Bound<'py, PyBytes>> {
+    let slices: Vec<&[u8]> = blobs.iter().map(|b| b.as_ref()).collect();
+    let sum = py
+        .detach(|| counts_file::sum_blobs(&slices))
+        .map_err(|e| PyValueError::new_err(format!("not a valid WordCounts blob: {e}")))?;
+    Ok(PyBytes::new(py, &sum))
+}
+
+/// The table of blobs whose words are disjoint (a reduce's partitions), joined on up to
+/// `num_threads` threads (see `counts_file::table_of_blobs`).
+#[pyfunction]
+#[pyo3(signature = (blobs, *, num_threads))]
+fn table_of_blobs(
+    py: Python<'_>,
+    blobs: Vec<PyBackedBytes>,
+    num_threads: usize,
+) -> PyResult<PyWordCounts> {
+    let slices: Vec<&[u8]> = blobs.iter().map(|b| b.as_ref()).collect();
+    let table = py
+        .detach(|| counts_file::table_of_blobs(&slices, num_threads))
+        .map_err(|e| PyValueError::new_err(format!("not valid WordCounts blobs: {e}")))?;
+    Ok(PyWordCounts::wrap(table))
+}
+
+/// (metadata, number of sections) of a `.bpc` file, its header checked.
+#[pyfunction]
+fn read_counts_header<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(Bound<'py, PyBytes>, u32)> {
+    let (_, header) = py
+        .detach(|| counts_file::read_header(&path))
+        .map_err(counts_file_err)?;
+    Ok((PyBytes::new(py, &header.meta), header.n_parts()))
+}
+
+/// Adds the counts of a `.bpc` file (its sections `parts`, or all) into `counts`, checking each
+/// section's checksum; returns (metadata, number of sections).
+#[pyfunction]
+#[pyo3(signature = (counts, path, *, parts=None))]
+fn read_counts_file<'py>(
+    py: Python<'py>,
+    counts: &PyWordCounts,
+    path: PathBuf,
+    parts: Option<Vec<u32>>,
+) -> PyResult<(Bound<'py, PyBytes>, u32)> {
+    let header = py
+        .detach(|| counts_file::read_counts(&path, &mut counts.lock(), parts.as_deref()))
+        .map_err(counts_file_err)?;
+    Ok((PyBytes::new(py, &header.meta), header.n_parts()))
+}
+
+/// For each target byte offset of the file at `path` (ascending), the last safe cut at or
+/// before it, after the previous cut, at most `max_back` bytes back; None where there is none
+/// (see `shards::CutFinder`).
+#[pyfunction]
+#[pyo3(signature = (path, targets, *, special_tokens, pattern, max_back=crate::shards::MAX_BACK))]
+fn find_cuts(
+    py: Python<'_>,
+    path: PathBuf,
+    targets: Vec<u64>,
+    special_tokens: Vec<String>,
+    pattern: &str,
+    max_back: u64,
+) -> PyResult<Vec<Option<u64>>> {
+    let pretok = Pretokenizer::new(pattern).map_err(pretokenize_err)?;
+    let finder = CutFinder::new(&special_tokens, pretok).map_err(pretokenize_err)?;
+    py.detach(|| finder.find_cuts(&path, &targets, max_back))
+        .map_err(|e| count_err(CountError::Io { path, source: e }))
 }
 
 /// The pieces of `text`: special tokens (as themselves) and pretokens, in order.
@@ -406,7 +529,10 @@ impl PyEncoder {
         let mut too_large = None;
         interruptible(py, |check| {
             self.inner.encode_each(text, &set, check, &mut |ids| {
-                too_large = too_large.or(ids.iter().copied().find(|&id| id > 0xffff));
+                // an OR of all ids, which compiles to SIMD, rather than a search that stops
+                if ids.iter().fold(0, |all, &id| all | id) > 0xffff {
+                    too_large = ids.iter().copied().find(|&id| id > 0xffff);
+                }
                 narrow
                     .try_reserve(ids.len())
                     .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
@@ -465,19 +591,22 @@ impl PyEncoder {
     /// Encodes the longest prefix of `text` whose ids cannot change with more text (all of it if
     /// `last`); returns the ids and the prefix length in characters (0 when more text is needed).
     #[pyo3(signature = (text, allowed_special=None, last=false))]
-    fn encode_prefix(
+    fn encode_prefix<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         text: &str,
         allowed_special: Option<Vec<String>>,
         last: bool,
-    ) -> PyResult<(Vec<TokenId>, usize)> {
+    ) -> PyResult<(Bound<'py, PyList>, usize)> {
         let set = self.set(allowed_special)?;
-        py.detach(|| {
-            let (ids, n_bytes) = self.inner.encode_prefix(text, &set, last)?;
-            Ok((ids, text[..n_bytes].chars().count()))
-        })
-        .map_err(encode_err)
+        let (ids, n_chars) = py
+            .detach(|| {
+                let (ids, n_bytes) = self.inner.encode_prefix(text, &set, last)?;
+                Ok((ids, text[..n_bytes].chars().count()))
+            })
+            .map_err(encode_err)?;
+        // the cached ints: a new int per id was a sixth of a stream's time
+        Ok((self.to_list(py, &ids)?, n_chars))
     }
 
     /// The bytes of `ids`, concatenated; an unknown id raises KeyError.
@@ -593,6 +722,12 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenizer_kind, m)?)?;
     m.add_function(wrap_pyfunction!(encode_block, m)?)?;
+    m.add_function(wrap_pyfunction!(counts_file_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_blobs, m)?)?;
+    m.add_function(wrap_pyfunction!(table_of_blobs, m)?)?;
+    m.add_function(wrap_pyfunction!(read_counts_header, m)?)?;
+    m.add_function(wrap_pyfunction!(read_counts_file, m)?)?;
+    m.add_function(wrap_pyfunction!(find_cuts, m)?)?;
     Ok(())
 }
 

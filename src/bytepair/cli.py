@@ -1,6 +1,8 @@
 """The `bytepair` command: a thin argparse layer over the public API. Every error becomes one
 clear line on stderr and exit status 2 (130 for Ctrl-C, as shells report SIGINT); no traceback
-reaches the user, and no partial output file is left (every write is atomic).
+reaches the user, and no partial output file is left (every write is atomic). This module has
+the entry point and train/encode/decode/sample-corpus; `count` and `train --from-counts` are in
+`cli_shards.py`, `inspect` and `show` in `cli_view.py`, the options they share in `cli_options.py`.
 """
 
 from __future__ import annotations
@@ -10,26 +12,35 @@ import sys
 import warnings
 from pathlib import Path
 
+from .cli_options import common_options, pattern_option, ray_option, special_option
+from .cli_shards import add_count_parser, count_command, train_on_counts
+from .cli_view import add_view_parsers, inspect_command, show_command
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bytepair", description="Byte-level BPE tokenizers.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train a tokenizer on text files")
-    train.add_argument("inputs", nargs="+", type=Path, help="UTF-8 text files")
+    train.add_argument("inputs", nargs="*", type=Path, help="UTF-8 text files")
     train.add_argument(
         "--vocab-size",
         type=int,
         required=True,
         help="total vocabulary: 256 bytes + merges + special tokens",
     )
+    special_option(train)
     train.add_argument(
-        "--special-token",
-        action="append",
-        default=[],
-        dest="special_tokens",
-        metavar="TOKEN",
-        help="a special token (repeat for several)",
+        "--from-counts",
+        nargs="+",
+        default=None,
+        metavar="BPC",
+        help="train on the .bpc files of `bytepair count` (files, globs, folders: every shard "
+        "of one plan) instead of text",
+    )
+    ray_option(train, "count on a Ray cluster")
+    train.add_argument(
+        "--shards", type=int, default=None, help="with --ray: shards to count (default: 4 per CPU)"
     )
     train.add_argument(
         "-o",
@@ -39,12 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         help="output folder: vocab.json, merges.txt, tokenizer.json, tokenizer.tiktoken "
         "(+ .json sidecar), bytepair.model",
     )
-    train.add_argument(
-        "--pattern",
-        default=None,
-        help="pretokenization: a preset name (gpt2, cl100k, o200k) or a regex (default: gpt2, "
-        "or the pattern of --continue-from)",
-    )
+    pattern_option(train, "gpt2, or the pattern of --continue-from or --from-counts")
     train.add_argument(
         "--save-at",
         type=_sizes,
@@ -68,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="F,F,...",
         help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
     )
-    _common_options(train)
+    common_options(train)
 
     encode = sub.add_parser(
         "encode", help="encode text files, .jsonl or .parquet into one token file"
@@ -78,7 +84,19 @@ def _parser() -> argparse.ArgumentParser:
         "inputs", nargs="+", help="files, globs or folders: text, .jsonl, .parquet (.gz, .zst)"
     )
     encode.add_argument(
-        "-o", "--output", type=Path, required=True, help="token file (NAME.bin, NAME.npy)"
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="token file (NAME.bin, NAME.npy); with --ray a folder: one file per input",
+    )
+    ray_option(encode, "encode on a Ray cluster, one task per input file")
+    encode.add_argument(
+        "--concat",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="with --ray: also join the shards, in input order, into this one token file",
     )
     encode.add_argument(
         "--format",
@@ -95,14 +113,16 @@ def _parser() -> argparse.ArgumentParser:
     encode.add_argument("--eot", default="<|endoftext|>", help="the end-of-text special token")
     encode.add_argument("--resume", action="store_true", help="continue an interrupted run")
     encode.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
-    _common_options(encode)
+    common_options(encode)
+
+    add_count_parser(sub)
 
     decode = sub.add_parser("decode", help="print the start of a token file as text")
     decode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
     decode.add_argument("tokens", type=Path, help="a token file written by `bytepair encode`")
     decode.add_argument("--head", type=int, default=200, help="how many tokens (default 200)")
 
-    _inspect_parsers(sub)
+    add_view_parsers(sub)
 
     sample = sub.add_parser(
         "sample-corpus",
@@ -111,63 +131,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     sample.add_argument("output", type=Path)
     return parser
-
-
-def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--threads", type=int, default=None, help="worker threads (default: all cores)"
-    )
-    parser.add_argument(
-        "--errors",
-        choices=["replace", "strict"],
-        default="replace",
-        help="invalid UTF-8: replace with U+FFFD (default) or fail",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
-
-
-def _inspect_parsers(sub) -> None:
-    inspect = sub.add_parser(
-        "inspect", help="a tokenizer's vocabulary and compression on sample text (+ HTML report)"
-    )
-    inspect.add_argument("model", help="a tokenizer: a folder or file `load` reads, or gpt2")
-    inspect.add_argument(
-        "--sample",
-        nargs="+",
-        action="extend",
-        required=True,
-        metavar="FILE",
-        help="sample text: files, globs or folders (text, .jsonl, .parquet; .gz, .zst); "
-        "figures per file when several",
-    )
-    inspect.add_argument(
-        "--compare",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="TOKENIZER",
-        help="tokenizers to compare compression with: folders or files, or a preset name "
-        "(gpt2, cl100k, o200k; read through tiktoken)",
-    )
-    inspect.add_argument("--html", type=Path, default=None, help="write an HTML report here")
-    inspect.add_argument("--top", type=int, default=10, help="rows of each token list (10)")
-    inspect.add_argument(
-        "--excerpt-bytes",
-        type=int,
-        default=50_000,
-        help="how much of the first sample the HTML report shows token by token (50000)",
-    )
-    _common_options(inspect)
-
-    show = sub.add_parser("show", help="text split into tokens, coloured on a terminal")
-    show.add_argument("model", help="a tokenizer: a folder or file `load` reads, or gpt2")
-    show.add_argument("text", help="the text, or - to read standard input")
-    show.add_argument("--ids", action="store_true", help="show each token's id")
-    colour = show.add_mutually_exclusive_group()
-    colour.add_argument("--color", action="store_true", default=None, help="colours in a pipe too")
-    colour.add_argument(
-        "--plain", dest="color", action="store_false", help="one token a line on a terminal too"
-    )
 
 
 def _sizes(text: str) -> list[int]:
@@ -182,25 +145,14 @@ def _sizes(text: str) -> list[int]:
 def _train(args: argparse.Namespace) -> None:
     from .formats import check_formats
     from .resume import shrink
-    from .train import train_with_report
 
     check_formats(args.formats)  # before training, not after
     bad = [n for n in args.save_at if n >= args.vocab_size]
     if bad:
         raise ValueError(f"--save-at sizes must be below --vocab-size {args.vocab_size}: {bad}")
-    progress = None if not args.quiet else False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tok, report = train_with_report(
-            args.inputs,
-            args.vocab_size,
-            args.special_tokens,
-            pattern=args.pattern,
-            num_threads=args.threads,
-            errors=args.errors,
-            progress=progress,
-            continue_from=args.continue_from,
-        )
+        tok, report = _run_training(args)
         # Cut before writing anything: a size that cannot be cut fails with no output.
         smaller = {n: shrink(tok, min(n, len(tok.vocab))) for n in args.save_at}
     written = [tok.save(args.output, formats=args.formats)]
@@ -209,11 +161,7 @@ def _train(args: argparse.Namespace) -> None:
     for w in caught:
         print(f"bytepair: warning: {w.message}", file=sys.stderr)
     if report.n_replaced and args.quiet:  # else the summary says it
-        print(
-            f"bytepair: warning: replaced {report.n_replaced:,} invalid UTF-8 sequences with "
-            f"U+FFFD (use --errors strict to refuse invalid input)",
-            file=sys.stderr,
-        )
+        _warn_replaced(report.n_replaced)
     if report.uncut_note() and args.quiet:
         print(f"bytepair: warning: {report.uncut_note()}", file=sys.stderr)
     if not args.quiet:
@@ -223,40 +171,109 @@ def _train(args: argparse.Namespace) -> None:
             print(f"wrote {paths[0].parent}/: {names}", file=sys.stderr)
 
 
+def _warn_replaced(n_replaced: int) -> None:
+    """With --quiet, the one line of the summary that still matters."""
+    print(
+        f"bytepair: warning: replaced {n_replaced:,} invalid UTF-8 sequences with U+FFFD "
+        f"(use --errors strict to refuse invalid input)",
+        file=sys.stderr,
+    )
+
+
+def _run_training(args: argparse.Namespace):
+    """(tokenizer, report) from text files, locally or on Ray, or from `.bpc` files."""
+    from .train import train_with_report
+
+    if args.from_counts is not None and args.inputs:
+        raise ValueError("give either text files or --from-counts, not both")
+    if args.from_counts is None and not args.inputs:
+        raise ValueError("no input files given (or train on counts: --from-counts 'counts/*.bpc')")
+    if args.from_counts is not None:
+        return train_on_counts(args)
+    if args.shards is not None and args.ray is None:
+        raise ValueError("--shards splits the counting over a Ray cluster: it needs --ray")
+    common = {
+        "pattern": args.pattern,
+        "errors": args.errors,
+        "progress": False if args.quiet else None,
+        "continue_from": args.continue_from,
+    }
+    if args.ray is not None:
+        from .ray_jobs import train_on_ray
+
+        return train_on_ray(
+            args.inputs,
+            args.vocab_size,
+            args.special_tokens,
+            address=args.ray,
+            n_shards=args.shards,
+            num_threads=args.threads or 1,
+            **common,
+        )
+    return train_with_report(
+        args.inputs, args.vocab_size, args.special_tokens, num_threads=args.threads, **common
+    )
+
+
 def _encode(args: argparse.Namespace) -> None:
     from .corpus import DEFAULT_BLOCK_SIZE, encode_files
     from .io import load
 
     tok = load(args.model)
+    options = {
+        "format": args.format,
+        "dtype": args.dtype,
+        "jsonl_field": args.jsonl_field,
+        "column": args.column,
+        "append_eot": args.append_eot,
+        "eot": args.eot,
+        "errors": args.errors,
+        "progress": False if args.quiet else None,
+    }
+    if args.ray is not None:
+        _encode_on_ray(args, tok, options)
+        return
+    if args.concat is not None:
+        raise ValueError("--concat joins the shards of --ray; without --ray the output is one file")
     try:
         report = encode_files(
             tok,
             args.inputs,
             args.output,
-            format=args.format,
-            dtype=args.dtype,
-            jsonl_field=args.jsonl_field,
-            column=args.column,
-            append_eot=args.append_eot,
-            eot=args.eot,
-            errors=args.errors,
             num_threads=args.threads,
             resume=args.resume,
-            progress=False if args.quiet else None,
             block_size=args.block_size or DEFAULT_BLOCK_SIZE,
+            **options,
         )
     except KeyboardInterrupt:
         print("bytepair: rerun with --resume to continue where it stopped", file=sys.stderr)
         raise
+    _encode_summary(args, report)
+
+
+def _encode_summary(args: argparse.Namespace, report) -> None:
+    """The summary of a local or Ray encode; with --quiet only the invalid UTF-8 warning."""
     if not args.quiet:
         print(report.summary(), file=sys.stderr)
         print(f"wrote {', '.join(report.outputs)}", file=sys.stderr)
     elif report.n_replaced:
-        print(
-            f"bytepair: warning: replaced {report.n_replaced:,} invalid UTF-8 sequences with "
-            f"U+FFFD (use --errors strict to refuse invalid input)",
-            file=sys.stderr,
-        )
+        _warn_replaced(report.n_replaced)
+
+
+def _encode_on_ray(args: argparse.Namespace, tok, options: dict) -> None:
+    from .ray_encode import encode_on_ray
+
+    threads = args.threads or 1
+    report = encode_on_ray(
+        tok,
+        args.inputs,
+        args.output,
+        address=args.ray,
+        concat=args.concat,
+        num_threads=threads,
+        **options,
+    )
+    _encode_summary(args, report)
 
 
 def _decode(args: argparse.Namespace) -> None:
@@ -269,51 +286,6 @@ def _decode(args: argparse.Namespace) -> None:
     ids = load_tokens(args.tokens)[: args.head]
     sys.stdout.write(tok.decode(ids))
     sys.stdout.write("\n")
-
-
-def _inspect(args: argparse.Namespace) -> None:
-    from .inspect import inspect
-    from .presets import load_named
-    from .show import print_tables, require
-    from .summary import tables
-
-    require("rich", "bytepair inspect")
-    if args.html is not None:
-        require("matplotlib", "bytepair inspect --html")
-        if not args.html.parent.is_dir():
-            raise FileNotFoundError(f"--html {args.html}: folder {args.html.parent} does not exist")
-    if args.top < 0:
-        raise ValueError(f"--top must be 0 or more, got {args.top}")
-    tok = load_named(args.model)
-    compare = {spec: load_named(spec) for spec in args.compare}
-    found = inspect(
-        tok,
-        args.sample,
-        name=args.model,
-        compare=compare,
-        errors=args.errors,
-        num_threads=args.threads,
-        progress=False if args.quiet else None,
-        excerpt_bytes=args.excerpt_bytes,
-    )
-    print_tables(tables(found, args.top))
-    if args.html is not None:
-        from .report import write_report
-
-        write_report(found, args.html, args.top)
-        if not args.quiet:
-            print(f"wrote {args.html}", file=sys.stderr)
-
-
-def _show(args: argparse.Namespace) -> None:
-    from .presets import load_named
-    from .show import show
-
-    tok = load_named(args.model)
-    text = args.text
-    if text == "-":
-        text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
-    show(tok, text, ids=args.ids, color=args.color)
 
 
 def _sample(args: argparse.Namespace) -> None:
@@ -330,9 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         commands = {
             "train": _train,
             "encode": _encode,
+            "count": count_command,
             "decode": _decode,
-            "inspect": _inspect,
-            "show": _show,
+            "inspect": inspect_command,
+            "show": show_command,
             "sample-corpus": _sample,
         }
         commands[args.command](args)

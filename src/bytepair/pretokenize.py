@@ -73,6 +73,31 @@ def count_files(
     >>> counts = count_files("corpus.txt", special_tokens=["<|endoftext|>"])  # doctest: +SKIP
     """
     files = check_input_files(paths)
+    return count_ranges(
+        [(path, 0, None) for path in files],
+        special_tokens=special_tokens,
+        pattern=pattern,
+        num_threads=num_threads,
+        errors=errors,
+        chunk_size=chunk_size,
+        progress=progress,
+        stats=stats,
+    )
+
+
+def count_ranges(
+    ranges: Iterable[tuple[str | os.PathLike, int, int | None]],
+    *,
+    special_tokens: Iterable[str] | None = None,
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    errors: str = "replace",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    progress: Callable[[int], object] | None = None,
+    stats: CountStats | None = None,
+) -> WordCounts:
+    """`count_files` of byte ranges `(path, start, end)` (`end` None: to the file's end), each
+    cut only at a safe point (see `bytepair.shards.plan_shards`): the counting step of a shard."""
     specials = check_special_tokens(special_tokens)
     regex = resolve_pattern(pattern)
     strict = _check_errors(errors)
@@ -86,13 +111,13 @@ def count_files(
         )
     total = WordCounts()
     stats = stats if stats is not None else CountStats()
-    for path in files:
+    for path, start, end in ranges:
         done = stats.n_bytes
         n_bytes, n_replaced, n_chunks, max_chunk = _core.count_file(
             total,
             os.fspath(path),
-            start=0,
-            end=2**64 - 1,
+            start=start,
+            end=2**64 - 1 if end is None else end,
             special_tokens=specials,
             pattern=regex,
             strict=strict,

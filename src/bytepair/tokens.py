@@ -168,6 +168,19 @@ def _write_idx(idx_path: Path, docs_path: Path, dtype: np.dtype) -> None:
     write_atomic(idx_path, head + b"".join(a.tobytes() for a in body))
 
 
+def read_doc_lengths(idx_path: Path) -> np.ndarray:
+    """The document lengths (int64) of a Megatron index written by `_write_idx`."""
+    with open(idx_path, "rb") as f:
+        head = f.read(len(_IDX_HEADER) + 25)
+        if len(head) < len(_IDX_HEADER) + 25 or not head.startswith(_IDX_HEADER):
+            raise ValueError(f"{idx_path}: not a Megatron index (no MMIDIDX header)")
+        (n_seqs,) = struct.unpack("<Q", head[-16:-8])
+        lengths = np.fromfile(f, dtype="<i4", count=n_seqs)
+    if len(lengths) != n_seqs:
+        raise ValueError(f"{idx_path}: cut off ({len(lengths)} of {n_seqs} lengths)")
+    return lengths.astype(np.int64)
+
+
 def load_tokens(path: str | os.PathLike, *, dtype: object = None) -> np.ndarray:
     """The ids of a token file, memory-mapped: `.npy` by its header, a `.bin` by its sidecar
     (`NAME.bin.json`) or Megatron index, else by `dtype`.

@@ -11,6 +11,7 @@ import time
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import _core
 from ._checks import check_input_files, check_num_threads
@@ -19,7 +20,7 @@ from .pretokenize import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files
 from .resume import MAX_VOCAB_SIZE, Plan, layout, plan
 
 __all__ = ["MAX_VOCAB_SIZE", "TrainReport", "train", "train_bpe", "train_from_counts",
-           "train_from_iterator", "train_with_report"]
+           "train_from_counts_with_report", "train_from_iterator", "train_with_report"]
 #: What `continue_from` takes: a tokenizer, or a path `bytepair.load` reads.
 ContinueFrom = Tokenizer | str | os.PathLike | None
 
@@ -95,6 +96,15 @@ class _Bar:
             self._bar.close()
 
 
+def _after_counting(report: TrainReport, stats: CountStats, files: list[Path]) -> None:
+    """The report takes counting's figures; input files that held no text are refused."""
+    report.n_bytes, report.n_replaced = stats.n_bytes, stats.n_replaced
+    report.max_chunk = stats.max_chunk
+    if stats.n_bytes == 0:
+        names = ", ".join(str(p) for p in files)
+        raise ValueError(f"the input is empty ({names}): there is no text to train on")
+
+
 def _merge_stage(
     counts: WordCounts,
     run: Plan,
@@ -165,11 +175,8 @@ def train_with_report(
     finally:
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
-    report.n_bytes, report.n_replaced = stats.n_bytes, stats.n_replaced
-    report.max_chunk, report.chunk_size = stats.max_chunk, chunk_size
-    if stats.n_bytes == 0:
-        names = ", ".join(str(p) for p in files)
-        raise ValueError(f"the input is empty ({names}): there is no text to train on")
+    report.chunk_size = chunk_size
+    _after_counting(report, stats, files)
     tok = _merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
     return tok, report
 
@@ -276,10 +283,38 @@ def train_from_counts(
     >>> train_from_counts(count_texts(["aaa ab"]), 257).merges
     [(b'a', b'a')]
     """
+    tok, _ = train_from_counts_with_report(
+        counts,
+        vocab_size,
+        special_tokens,
+        pattern=pattern,
+        num_threads=num_threads,
+        progress=progress,
+        continue_from=continue_from,
+    )
+    return tok
+
+
+def train_from_counts_with_report(
+    counts: WordCounts,
+    vocab_size: int,
+    special_tokens: Iterable[str] | None = None,
+    *,
+    pattern: str | None = None,
+    num_threads: int | None = None,
+    progress: bool | None = None,
+    continue_from: ContinueFrom = None,
+    consume: bool = False,
+    report: TrainReport | None = None,
+) -> tuple[Tokenizer, TrainReport]:
+    """`train_from_counts`, also returning the `TrainReport` (`report`: one to go on filling,
+    e.g. with the counting stage done elsewhere). `consume` empties `counts` instead of
+    copying it (the merge loop reuses its memory)."""
     run = plan(vocab_size, special_tokens, pattern, continue_from)
-    report = TrainReport()
+    report = report if report is not None else TrainReport()
     show = _show_progress(progress)
-    return _merge_stage(counts, run, report, show, consume=False, num_threads=num_threads)
+    tok = _merge_stage(counts, run, report, show, consume=consume, num_threads=num_threads)
+    return tok, report
 
 
 def train_bpe(

@@ -4,10 +4,13 @@
 use crate::train::TokenId;
 use crate::FastMap;
 
-/// Pretokens longer than 15 bytes are cached by bytes up to this length, in a map of at most
-/// a quarter of the table's entries (it was 2^15: 30 MB of the large corpus have 58 K distinct
-/// pretokens of 16-64 bytes, and those past the cap missed every time, a fifth of a warm pass).
-pub const LONG_WORD: usize = 256;
+/// Pretokens longer than 15 bytes are cached by their bytes up to this length, while their
+/// bytes fit in `LONG_BYTES_PER_ENTRY` × the table's entry limit (8 MB of 2^20). The cap was
+/// 2^15 entries of up to 256 bytes: 30 MB of the large corpus have 58 K distinct pretokens of
+/// 16-64 bytes, and those past the cap missed every time, a fifth of a warm pass; a few runs
+/// of over 256 bytes (box drawing, CJK sentences) went through the heap every time, 9% of it.
+pub const LONG_WORD: usize = 16 << 10;
+const LONG_BYTES_PER_ENTRY: usize = 8;
 /// The table takes no more entries past this many (64 MB of slots): the 100 MB of text the
 /// encoding benchmark reads has 775 K distinct pretokens. The cap was 2^18 (16 MB); words first
 /// seen past it missed every time (1.1 M misses in those 100 MB): 2^20 made per-document
@@ -57,6 +60,8 @@ pub struct Cache {
     ids: Vec<TokenId>,
     /// Pretokens of 16 to `LONG_WORD` bytes → (start, len) in `ids`.
     long: FastMap<Box<[u8]>, (u32, u32)>,
+    /// The bytes of the keys of `long`.
+    long_bytes: usize,
     /// Entries past which the table takes no new ones (`ENTRIES` or `STREAM_ENTRIES`).
     pub limit: usize,
     /// The encoding loop's working memory, kept with the cache (one per thread) so that it
@@ -122,6 +127,7 @@ impl Default for Cache {
             used: 0,
             ids: Vec::new(),
             long: FastMap::default(),
+            long_bytes: 0,
             limit: ENTRIES,
             batch: None,
         }
@@ -169,10 +175,11 @@ impl Cache {
 
     /// The memory the cache holds, roughly.
     pub fn bytes(&self) -> usize {
-        let long_entry = std::mem::size_of::<(Box<[u8]>, (u32, u32))>() + 1 + LONG_WORD / 4;
+        let long_entry = std::mem::size_of::<(Box<[u8]>, (u32, u32))>() + 1;
         self.slots.len() * std::mem::size_of::<Slot>()
             + self.ids.capacity() * std::mem::size_of::<TokenId>()
             + self.long.capacity() * long_entry
+            + self.long_bytes
     }
 
     /// Asks the CPU to bring the first slot of the key with this `crate::mix` hash into its
@@ -252,7 +259,8 @@ impl Cache {
 
     /// Remembers the ids of a long pretoken while that map is not full.
     pub fn insert_long(&mut self, word: &[u8], ids: &[TokenId]) {
-        if self.long.len() < self.limit / 4 {
+        if self.long_bytes + word.len() <= self.limit * LONG_BYTES_PER_ENTRY {
+            self.long_bytes += word.len();
             self.long
                 .insert(word.into(), (self.ids.len() as u32, ids.len() as u32));
             self.ids.extend_from_slice(ids);

@@ -29,8 +29,11 @@ pub struct PairTable {
     narrow: Vec<u64>,
     bits: u32,
     /// The merges of pairs of single bytes, by `left << 8 | right`: a word's first round looks
-    /// up only those, and a 64 K array with the letters' rows hot beats a hash probe.
-    bytes: Vec<Merge>,
+    /// up only those, and a 64 K array with the letters' rows hot beats a hash probe. In 4
+    /// bytes (`rank << 16 | id`, `u32::MAX` for none) with a narrow table: 256 KB instead of
+    /// 512 KB, beside the pair table in the CPU's cache; else `bytes_wide`.
+    bytes: Vec<u32>,
+    bytes_wide: Vec<Merge>,
     /// Fewer than 2^23 merges: `merge_n` keeps `rank << 8 | position` in an i32.
     few: bool,
 }
@@ -54,6 +57,7 @@ impl PairTable {
             narrow: Vec::new(),
             bits,
             bytes: Vec::new(),
+            bytes_wide: Vec::new(),
             few: merges.len() < 1 << 23,
         };
         let mut largest = byte_ids.iter().copied().max().unwrap_or(0) as usize;
@@ -68,10 +72,16 @@ impl PairTable {
                 table.slots[i] = (key, (rank as u64) << 32 | id as u64);
             }
         }
-        table.bytes = (0..1 << 16)
+        table.bytes_wide = (0..1 << 16)
             .map(|ab: usize| table.get(byte_ids[ab >> 8], byte_ids[ab & 0xff]))
             .collect();
         if largest < 0xffff {
+            let narrow = |&merge: &Merge| match merge {
+                NO_MERGE => u32::MAX,
+                _ => (rank_of(merge) as u32) << 16 | id_of(merge),
+            };
+            table.bytes = table.bytes_wide.iter().map(narrow).collect();
+            table.bytes_wide = Vec::new();
             let narrow = |&(key, merge): &(u64, Merge)| match key {
                 EMPTY => EMPTY,
                 _ => {
@@ -90,7 +100,14 @@ impl PairTable {
     /// The merge of the single bytes a and b.
     #[inline(always)]
     fn get_bytes(&self, a: u8, b: u8) -> Merge {
-        self.bytes[(a as usize) << 8 | b as usize]
+        let ab = (a as usize) << 8 | b as usize;
+        if self.bytes.is_empty() {
+            return self.bytes_wide[ab];
+        }
+        match self.bytes[ab] {
+            u32::MAX => NO_MERGE,
+            m => ((m >> 16) as u64) << 32 | (m & 0xffff) as u64,
+        }
     }
 
     #[inline(always)]

@@ -1,0 +1,50 @@
+"""Options that several `bytepair` commands share (threads, errors, quiet; special tokens; pattern;
+Ray), so that every command spells and documents them alike. Only argparse: no command logic.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--threads", type=int, default=None, help="worker threads (default: all cores)"
+    )
+    parser.add_argument(
+        "--errors",
+        choices=["replace", "strict"],
+        default="replace",
+        help="invalid UTF-8: replace with U+FFFD (default) or fail",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars and no summary")
+
+
+def special_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--special-token",
+        action="append",
+        default=[],
+        dest="special_tokens",
+        metavar="TOKEN",
+        help="a special token (repeat for several)",
+    )
+
+
+def pattern_option(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--pattern",
+        default=None,
+        help=f"pretokenization: a preset name (gpt2, cl100k, o200k) or a regex (default: "
+        f"{default})",
+    )
+
+
+def ray_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help=f"{what}: auto (the running cluster, or RAY_ADDRESS), local (a new one here), "
+        f"ray://HEAD:10001 (needs pip install 'bytepair[ray]')",
+    )
