@@ -23,8 +23,15 @@
 //!
 //! Whitespace at the end of the text, and the lookahead over horizontal white, need the end of a
 //! run: a block decides no start inside a white run that reaches its end or its first non-ASCII
-//! byte (the scalar scanner takes that pretoken). Otherwise a start at `k` depends on bytes
-//! `k - 2` to `k + 3`, so the starts of a block of ASCII bytes are sure up to byte 60.
+//! byte (the scalar scanner takes that pretoken). Otherwise a start at `k` depends on the bytes
+//! before it in the block and up to `k + 3`, so the starts of a block of ASCII bytes are sure up
+//! to byte 60.
+//!
+//! Performance notes: on the small corpus (12% non-ASCII bytes) pretokenization takes 14.2
+//! instructions a byte with cl100k and 16.2 with o200k (GPT-2: 10.7), ~550 and ~520 MB/s (GPT-2:
+//! ~680); about half of them in the scalar scanners, for the non-ASCII text. Before this path
+//! cl100k counted at 0.8× GPT-2's speed; counting and encoding now take 1.03-1.14× GPT-2's
+//! instructions with either preset (README, Performance).
 
 use crate::pretokenize::gpt4::cl100k_token_end;
 use crate::pretokenize::o200k::o200k_token_end;
