@@ -109,7 +109,7 @@ pub fn scan_block(
     b: &[u8],
     i: &mut usize,
     ascii_from: &mut usize,
-    mut f: impl FnMut(usize, usize),
+    f: impl FnMut(usize, usize),
 ) -> bool {
     let base = *i;
     let Some(block) = b.get(base..base + BLOCK) else {
@@ -139,19 +139,7 @@ pub fn scan_block(
         starts = starts & !(1 << (k + 1)) | 1 << (k + len);
     }
     // starts in 1..=sure: each ends the pretoken before it
-    let mut rest = starts & (u64::MAX >> (63 - sure)) & !1;
-    if rest == 0 {
-        return false;
-    }
-    let mut from = 0;
-    while rest != 0 {
-        let k = rest.trailing_zeros() as usize;
-        f(base + from, base + k);
-        from = k;
-        rest &= rest - 1;
-    }
-    *i = base + from;
-    true
+    super::gpt4_ascii::emit_starts(starts & (u64::MAX >> (63 - sure)), i, f)
 }
 
 /// Other targets scan one character at a time.

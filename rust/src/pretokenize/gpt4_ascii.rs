@@ -218,8 +218,8 @@ fn scan_block<const O200K: bool>(
 }
 
 /// Calls `f` on the pretokens that the starts in 1.. of the block at `*i` end (each ends the
-/// pretoken before it) and moves `*i` to the last start; false when there is none. (GPT-2's
-/// `ascii.rs` has the same loop, and could call this one.)
+/// pretoken before it) and moves `*i` to the last start; false when there is none. GPT-2's
+/// `ascii.rs` calls it too.
 #[inline(always)]
 pub(super) fn emit_starts(starts: u64, i: &mut usize, mut f: impl FnMut(usize, usize)) -> bool {
     let (base, mut rest, mut from) = (*i, starts & !1, 0);
