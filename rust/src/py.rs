@@ -529,10 +529,7 @@ impl PyEncoder {
         let mut too_large = None;
         interruptible(py, |check| {
             self.inner.encode_each(text, &set, check, &mut |ids| {
-                // an OR of all ids, which compiles to SIMD, rather than a search that stops
-                if ids.iter().fold(0, |all, &id| all | id) > 0xffff {
-                    too_large = ids.iter().copied().find(|&id| id > 0xffff);
-                }
+                too_large = too_large.or(first_wide(ids));
                 narrow
                     .try_reserve(ids.len())
                     .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
@@ -541,9 +538,7 @@ impl PyEncoder {
             })
         })?;
         if let Some(id) = too_large {
-            return Err(PyValueError::new_err(format!(
-                "id {id} does not fit in uint16"
-            )));
+            return Err(too_wide(id));
         }
         Ok(PyArray1::from_vec(py, narrow).into_any())
     }
@@ -640,12 +635,24 @@ fn numpy_ids(py: Python<'_>, ids: Vec<TokenId>, small: bool) -> PyResult<Bound<'
     if !small {
         return Ok(PyArray1::from_vec(py, ids).into_any());
     }
-    let narrow: Vec<u16> = ids
-        .iter()
-        .map(|&i| u16::try_from(i))
-        .collect::<Result<_, _>>()
-        .map_err(|_| PyValueError::new_err("an id does not fit in uint16"))?;
+    if let Some(id) = first_wide(&ids) {
+        return Err(too_wide(id));
+    }
+    let narrow: Vec<u16> = ids.iter().map(|&id| id as u16).collect();
     Ok(PyArray1::from_vec(py, narrow).into_any())
+}
+
+/// The first id above uint16's range, if any: an OR of all ids first, which compiles to SIMD,
+/// rather than a search that stops at each id.
+fn first_wide(ids: &[TokenId]) -> Option<TokenId> {
+    if ids.iter().fold(0, |all, &id| all | id) <= 0xffff {
+        return None;
+    }
+    ids.iter().copied().find(|&id| id > 0xffff)
+}
+
+fn too_wide(id: TokenId) -> PyErr {
+    PyValueError::new_err(format!("id {id} does not fit in uint16"))
 }
 
 impl PyEncoder {

@@ -252,8 +252,7 @@ class Tokenizer:
         if allowed is _SLOW:
             allowed, disallowed = self._policy(allowed_special, disallowed_special)
             self._refuse(_check_str(text), disallowed)
-        small = self._n_vocab <= 1 << 16 if dtype is None else self._small_dtype(dtype)
-        return _utf8(self._core.encode_to_numpy, text, allowed, small)
+        return _utf8(self._core.encode_to_numpy, text, allowed, self._small_dtype(dtype))
 
     def encode_batch_to_numpy(
         self,
