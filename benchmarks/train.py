@@ -1,4 +1,4 @@
-"""Training benchmark: bytepair vs HF tokenizers, rustbpe and the pure-Python reference.
+"""Training benchmark: bytepair vs gigatoken, HF tokenizers, rustbpe and the Python reference.
 
 Every tool trains in its own fresh child process with RAYON_NUM_THREADS etc. set to
 --threads; peak RSS is that child's own high-water mark. All tools get `vocab_size` =
@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
 from common import EOT, GPT2_PAT, MB, Timer, emit, iter_docs, peak_rss_mb, reset_peak_rss
 
-TOOLS = ("bytepair", "hf", "rustbpe", "pyref")
+TOOLS = ("bytepair", "gigatoken", "hf", "rustbpe", "pyref")
 # (header, row key) of the printed table
 COLUMNS = [
     ("tool", "tool"),
@@ -108,6 +108,18 @@ def _train_hf(corpus, vocab_size, threads, out):
     emit(inner_s=t.s, merges=len(merges))
 
 
+def _train_gigatoken(corpus, vocab_size, threads, out):
+    import gigatoken
+
+    # gigatoken reads the file itself, cutting documents at the separator; its default tie-break
+    # is HF's, not CS336's, so its merges may differ from bytepair's (overlap is reported).
+    source = gigatoken.TextFileSource([corpus], separator=EOT)
+    with Timer() as t:
+        _, merges = gigatoken.train_bpe(source, vocab_size, [EOT])
+    _save(out, merges=[(bytes(a), bytes(b)) for a, b in merges])
+    emit(inner_s=t.s, merges=len(merges))
+
+
 def _train_rustbpe(corpus, vocab_size, threads, out):
     import rustbpe
 
@@ -122,6 +134,7 @@ def _train_rustbpe(corpus, vocab_size, threads, out):
 WORKERS = {
     "bytepair": _train_bytepair,
     "bytepair-stages": _train_stages,
+    "gigatoken": _train_gigatoken,
     "hf": _train_hf,
     "rustbpe": _train_rustbpe,
 }
@@ -173,7 +186,7 @@ def _checks(name: str, saved: dict) -> list[str]:
         where = "" if a == b else f" at merge #{i}: {a[i : i + 1]} vs pyref {b[i : i + 1]}"
         lines.append(f"bytepair merges == pyref merges (exact, in order): {_yes(a == b)}{where}")
     ref = "bytepair" if bp else "pyref" if "pyref" in saved else "hf"
-    for other in ("hf", "rustbpe") + (() if bp else ("pyref",)):
+    for other in ("gigatoken", "hf", "rustbpe") + (() if bp else ("pyref",)):
         if other != ref and ref in saved and other in saved:
             x, y = saved[ref][1], saved[other][1]
             share = f"{len(x & y):,} of {len(x):,}/{len(y):,} ({100 * len(x & y) / len(x):.2f}%)"

@@ -458,6 +458,8 @@ fn train_bpe<'py>(
         TrainError::Threads(_) => PyRuntimeError::new_err(e.to_string()),
         TrainError::BadStartMerge { .. } => PyValueError::new_err(e.to_string()),
         TrainError::CountsTooLarge(..) => PyOverflowError::new_err(e.to_string()),
+        TrainError::OutOfMemory => PyMemoryError::new_err(e.to_string()),
+        TrainError::TooManyWords => PyValueError::new_err(e.to_string()),
     });
     let result = result.map(|r| {
         let vocab = r.vocab.iter().map(|b| PyBytes::new(py, b)).collect();

@@ -1,15 +1,26 @@
 //! The BPE merge loop (SPEC §1.5): from word counts to merges, with CS336's tie-break.
-//! Words are token-id sequences in one arena; pair counts are updated only from the words the
-//! chosen pair occurs in (an index pair → words); the next pair comes from a lazy max-heap.
+//! Words are token-id sequences in one arena (`words.rs`); pair counts are updated only from
+//! the words the chosen pair occurs in (each pair keeps its list of words); the next pair comes
+//! from a lazy max-heap.
 //!
-//! Performance notes: a merge touches only the neighbours of each occurrence (4 count updates per
-//! occurrence, not a recount of the word); the heap keeps stale entries and re-checks them when
-//! they surface, so a decrease costs nothing; words shrink in place, so the arena never grows.
+//! Performance notes (large corpus, vocab 10K: 31 M word visits, 30% of them to words that
+//! have lost the pair since):
+//! - Merging (a, b) into `new` moves counts only between pairs that share a neighbour: (x, a)
+//!   to (x, new) for each left neighbour x, (b, y) to (new, y) for each right neighbour y, and
+//!   (b, a) to (new, new) in runs. A visit adds its word's count into arrays indexed by the
+//!   neighbour's id; the pair table is touched once per distinct neighbour, not per occurrence.
+//! - A pair's word list is complete, sorted and free of repeats from the merge that makes its
+//!   newer token on (only that merge can create it), so lists are never sorted or appended to.
+//! - Big merges are split over the threads in runs of words, each with its own arrays.
+//! - The heap keeps stale entries and re-checks them when they surface, so a decrease costs
+//!   nothing; words shrink in place, so the arena never grows.
+
+mod words;
 
 use rayon::prelude::*;
 
 use crate::count::WordCounts;
-use crate::FastMap;
+use words::{count_at, end_at, regions, runs, PairInfo, Pairs, Words, UNIT};
 
 /// A token id: bytes are 0-255, merge i is 256 + i.
 pub type TokenId = u32;
@@ -41,6 +52,15 @@ pub enum TrainError {
          times; scale the counts down"
     )]
     CountsTooLarge(char, char),
+    /// Memory for the words could not be allocated.
+    #[error("out of memory while laying out the words for the merge loop")]
+    OutOfMemory,
+    /// The words take more than the arena can address.
+    #[error(
+        "too many distinct words for one merge loop (their tokens take more than 64 GB); \
+         train on a part of the corpus"
+    )]
+    TooManyWords,
 }
 
 /// What training produced.
@@ -51,82 +71,6 @@ pub struct TrainResult {
     pub vocab: Vec<Vec<u8>>,
 }
 
-/// Words as spans of one token arena, with their counts.
-struct Words {
-    tokens: Vec<TokenId>,
-    /// (start, len) of each word in `tokens`.
-    spans: Vec<(usize, usize)>,
-    counts: Vec<u64>,
-}
-
-impl Words {
-    /// Lays the words out in one arena, ordered by their first 8 bytes. The result does not
-    /// depend on word order (counts are sums, ties go by bytes), but words that share pairs then
-    /// sit together, and the merge loop ran 2.5x faster on the large corpus than with words in
-    /// hash order. Shorter words than 2 bytes hold no pair, now or later, and are left out.
-    fn new(counts: WordCounts) -> Self {
-        let mut bytes: Vec<u8> = Vec::new();
-        // (sort key, offset in `bytes`, length, count)
-        let mut entries: Vec<(u64, usize, usize, u64)> = Vec::with_capacity(counts.len());
-        counts.for_each(|w, n| {
-            if w.len() >= 2 {
-                let mut prefix = [0u8; 8];
-                let k = w.len().min(8);
-                prefix[..k].copy_from_slice(&w[..k]);
-                entries.push((u64::from_be_bytes(prefix), bytes.len(), w.len(), n));
-                bytes.extend_from_slice(w);
-            }
-        });
-        drop(counts);
-        entries.sort_unstable();
-        let mut words = Words {
-            tokens: Vec::with_capacity(bytes.len()),
-            spans: Vec::with_capacity(entries.len()),
-            counts: Vec::with_capacity(entries.len()),
-        };
-        for (_, offset, len, n) in entries {
-            words.spans.push((words.tokens.len(), len));
-            words
-                .tokens
-                .extend(bytes[offset..offset + len].iter().map(|&b| b as TokenId));
-            words.counts.push(n);
-        }
-        words
-    }
-
-    /// Applies `merges` (merge i makes token 256 + i) to every word, as training made them:
-    /// merging the adjacent pair of lowest rank until none is left equals applying the merges
-    /// one by one in order, since no merge joins a token made after it. One pass per word,
-    /// so continuing from N merges costs about one encoding of the distinct words, not N passes.
-    fn apply_merges(&mut self, merges: &[Pair]) {
-        if merges.is_empty() {
-            return;
-        }
-        let mut rank: FastMap<Pair, TokenId> = FastMap::default();
-        for (i, &pair) in merges.iter().enumerate() {
-            rank.entry(pair).or_insert(i as TokenId);
-        }
-        for w in 0..self.spans.len() {
-            let (start, mut len) = self.spans[w];
-            let t = &mut self.tokens[start..start + len];
-            loop {
-                let best = t[..len]
-                    .windows(2)
-                    .filter_map(|p| rank.get(&(p[0], p[1])).map(|&r| (r, (p[0], p[1]))))
-                    .min();
-                let Some((r, pair)) = best else { break };
-                len = merge_word(&mut t[..len], 0, pair, 256 + r, |_, _| {});
-            }
-            self.spans[w].1 = len;
-        }
-    }
-
-    fn word(&self, w: usize) -> &[TokenId] {
-        let (s, l) = self.spans[w];
-        &self.tokens[s..s + l]
-    }
-}
-
 /// A binary max-heap of (count, pair) ordered by count, then by the pair's bytes (greater wins),
 /// then by ids so that even equal byte strings order deterministically. `std`'s heap cannot take
 /// a comparator that looks up the vocabulary, hence this one.
@@ -135,8 +79,13 @@ struct PairHeap {
 }
 
 impl PairHeap {
+    #[inline(always)]
     fn before(a: &(u64, Pair), b: &(u64, Pair), vocab: &[Vec<u8>]) -> bool {
-        let key = |e: &(u64, Pair)| (e.0, &vocab[e.1 .0 as usize], &vocab[e.1 .1 as usize], e.1);
+        // Counts nearly always differ: look at the bytes only when they do not.
+        if a.0 != b.0 {
+            return a.0 > b.0;
+        }
+        let key = |e: &(u64, Pair)| (&vocab[e.1 .0 as usize], &vocab[e.1 .1 as usize], e.1);
         key(a) > key(b)
     }
 
@@ -191,72 +140,31 @@ impl PairHeap {
     }
 }
 
-/// Pair counts and, per pair, the words it may occur in (may hold stale or repeated entries).
-struct PairIndex {
-    counts: FastMap<Pair, u64>,
-    words_of: FastMap<Pair, Vec<u32>>,
-}
-
-impl PairIndex {
-    /// The counts of every byte pair. No count can grow past these later: each occurrence of a
-    /// pair of tokens (x, y) sits on an occurrence of the byte pair (last of x, first of y), so
-    /// when these fit in a u64 every later count does too (changes are summed as i128).
-    fn new(words: &Words) -> Result<Self, TrainError> {
-        let mut index = PairIndex {
-            counts: FastMap::default(),
-            words_of: FastMap::default(),
-        };
-        for w in 0..words.spans.len() {
-            let word = words.word(w);
-            for pair in word.windows(2).map(|p| (p[0], p[1])) {
-                let n = index.counts.entry(pair).or_insert(0);
-                *n = n
-                    .checked_add(words.counts[w])
-                    .ok_or(TrainError::CountsTooLarge(
-                        char::from(pair.0 as u8),
-                        char::from(pair.1 as u8),
-                    ))?;
-                let list = index.words_of.entry(pair).or_default();
-                if list.last() != Some(&(w as u32)) {
-                    list.push(w as u32);
-                }
-            }
-        }
-        Ok(index)
-    }
-}
-
-/// Merges `(a, b)` into `new` in the tokens `t` of a word that occurs `c` times, left to right
-/// and non-overlapping, reports the change of every pair count to `emit` (only neighbours of an
-/// occurrence change), and returns the word's new length.
+/// Merges `(a, b)` into `new` in the tokens `t` of a word, left to right and non-overlapping,
+/// tells `moved` where counts move (see `Moved`), and returns the word's new length.
 fn merge_word(
     t: &mut [TokenId],
-    c: i128,
     (a, b): Pair,
     new: TokenId,
-    mut emit: impl FnMut(Pair, i128),
+    mut moved: impl FnMut(Moved),
 ) -> usize {
     let len = t.len();
     let (mut i, mut j) = (0, 0);
     let mut prev_merged = false;
     while i < len {
         if i + 1 < len && t[i] == a && t[i + 1] == b {
-            emit((a, b), -c);
             if j > 0 {
-                if prev_merged {
-                    emit((b, a), -c);
-                    emit((new, new), c);
+                moved(if prev_merged {
+                    Moved::Run
                 } else {
-                    emit((t[j - 1], a), -c);
-                    emit((t[j - 1], new), c);
-                }
+                    Moved::Left(t[j - 1])
+                });
             }
             if i + 2 < len {
                 let y = t[i + 2];
-                let next_merges = y == a && i + 3 < len && t[i + 3] == b;
-                if !next_merges {
-                    emit((b, y), -c);
-                    emit((new, y), c);
+                // A merge right after this one moves (b, a) as a run instead.
+                if !(y == a && i + 3 < len && t[i + 3] == b) {
+                    moved(Moved::Right(y));
                 }
             }
             t[j] = new;
@@ -272,126 +180,161 @@ fn merge_word(
     j
 }
 
-/// What merging one pair in a run of words changed.
+/// Where one occurrence of the merged pair moves a word's count: from (x, a) to (x, new), from
+/// (b, y) to (new, y), or from (b, a) to (new, new) between two merged occurrences. Every
+/// occurrence of (a, b) goes (so do those overlapping it when a = b): its count drops to 0.
+enum Moved {
+    Left(TokenId),
+    Right(TokenId),
+    Run,
+}
+
+/// The counts one thread moved while merging a run of words, and the words behind them.
 #[derive(Default)]
-struct MergeDelta {
-    /// Net change of each pair count.
-    net: FastMap<Pair, i128>,
-    /// (pair, word) for every pair that appeared in a word.
-    added: Vec<(Pair, u32)>,
-    /// (word, new length).
-    lens: Vec<(u32, usize)>,
-    /// Scratch: the pairs that appeared in the current word.
-    seen: Vec<Pair>,
+struct Delta {
+    /// By left neighbour x: the count moved from (x, a) to (x, new); 0 where untouched.
+    left: Vec<u64>,
+    /// By right neighbour y: the count moved from (b, y) to (new, y).
+    right: Vec<u64>,
+    /// The count moved from (b, a) to (new, new).
+    run: u64,
+    /// The neighbours with a nonzero entry, in the order first seen.
+    left_ids: Vec<TokenId>,
+    right_ids: Vec<TokenId>,
+    /// (neighbour, word) for every word a new pair appeared in, each once, in word order.
+    left_words: Vec<(TokenId, u32)>,
+    right_words: Vec<(TokenId, u32)>,
+    run_words: Vec<u32>,
 }
 
-/// A contiguous run of sorted words, with the part of the arena that holds their tokens.
-struct Run<'a> {
-    /// The words.
-    ws: &'a [u32],
-    /// Their tokens: the arena from offset `base` on.
-    region: &'a mut [TokenId],
-    base: usize,
-}
-
-/// Merges `pair` into `new` in the words of `run`, collecting the changes in `out`.
-fn merge_words(
-    (spans, counts): (&[(usize, usize)], &[u64]),
-    run: Run<'_>,
-    (pair, new): (Pair, TokenId),
-    out: &mut MergeDelta,
-) {
-    let Run { ws, region, base } = run;
-    let MergeDelta {
-        net,
-        added,
-        lens,
-        seen,
-    } = out;
-    for (i, &w) in ws.iter().enumerate() {
-        // The words are scattered over the arena: ask for later words' data ahead of time
-        // (their span and count 16 words ahead, their tokens 8 ahead). Measured: -30% merge time on the large corpus.
-        if let Some(&ahead) = ws.get(i + 16) {
-            prefetch(&spans[ahead as usize]);
-            prefetch(&counts[ahead as usize]);
+impl Delta {
+    /// Makes room for neighbour ids below `n`.
+    fn grow(&mut self, n: usize) {
+        if self.left.len() < n {
+            let n = n.next_power_of_two();
+            self.left.resize(n, 0);
+            self.right.resize(n, 0);
         }
-        if let Some(&ahead) = ws.get(i + 8) {
-            prefetch(&region[spans[ahead as usize].0 - base]);
-        }
-        let (start, len) = spans[w as usize];
-        let t = &mut region[start - base..start - base + len];
-        seen.clear();
-        let c = counts[w as usize] as i128;
-        let new_len = merge_word(t, c, pair, new, |p, d| {
-            *net.entry(p).or_insert(0) += d;
-            if d > 0 {
-                seen.push(p);
-            }
-        });
-        seen.sort_unstable();
-        seen.dedup();
-        added.extend(seen.iter().map(|&p| (p, w)));
-        lens.push((w, new_len));
     }
 }
 
-/// Hints the CPU to load the cache line of `value` (a no-op off x86_64).
+/// Adds `c` moved by neighbour `x` into `sums`/`ids`, and the word `w` into `words` unless this
+/// word already listed `x` (its entries start at `mark`).
 #[inline(always)]
-fn prefetch<T>(value: &T) {
+fn add_moved(
+    (sums, ids, words): (&mut [u64], &mut Vec<TokenId>, &mut Vec<(TokenId, u32)>),
+    x: TokenId,
+    c: u64,
+    (w, mark): (u32, usize),
+) {
+    let sum = &mut sums[x as usize];
+    if *sum == 0 {
+        ids.push(x);
+    }
+    *sum += c;
+    if !words[mark..].iter().any(|&(y, _)| y == x) {
+        words.push((x, w));
+    }
+}
+
+/// Sorted words and their part of the arena, which starts at offset `base`.
+struct Run<'a> {
+    ws: &'a [u32],
+    region: &'a mut [u32],
+    base: usize,
+}
+
+/// Merges `pair` into `new` in the words of `run`, collecting what moved in `d`.
+fn merge_words(run: Run<'_>, (pair, new): (Pair, TokenId), d: &mut Delta) {
+    let Run { ws, region, base } = run;
+    let Delta {
+        left,
+        right,
+        run,
+        left_ids,
+        right_ids,
+        left_words,
+        right_words,
+        run_words,
+    } = d;
+    for (i, &w) in ws.iter().enumerate() {
+        // The words are scattered over the arena: ask for later ones ahead of time.
+        if let Some(&ahead) = ws.get(i + 8) {
+            let at = region.as_ptr().wrapping_add(ahead as usize * UNIT - base);
+            prefetch(at);
+            prefetch(at.wrapping_add(16));
+        }
+        let o = w as usize * UNIT - base;
+        let (len, c) = (region[o] as usize, count_at(region, o));
+        let marks = (left_words.len(), right_words.len());
+        let t = &mut region[o + UNIT..o + UNIT + len];
+        let new_len = merge_word(t, pair, new, |m| match m {
+            Moved::Left(x) => add_moved((left, left_ids, left_words), x, c, (w, marks.0)),
+            Moved::Right(y) => add_moved((right, right_ids, right_words), y, c, (w, marks.1)),
+            Moved::Run => {
+                *run += c;
+                if run_words.last() != Some(&w) {
+                    run_words.push(w);
+                }
+            }
+        });
+        region[o] = new_len as u32;
+    }
+}
+
+/// Hints the CPU to load the cache line at `at` (a no-op off x86_64).
+#[inline(always)]
+fn prefetch(at: *const u32) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is only a hint; it never faults, whatever the address.
     #[allow(unused_unsafe)]
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast());
+        _mm_prefetch::<_MM_HINT_T0>(at.cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = at;
 }
 
 /// Below this many words a merge runs on one thread (handing work out costs more).
-const PARALLEL_MIN_WORDS: usize = 2048;
+const PARALLEL_MIN_WORDS: usize = 256;
 
-/// Merges `pair` in the words `ws` (sorted, distinct), split in contiguous runs over the pool's
-/// threads: runs of sorted words own disjoint parts of the arena, so each can be borrowed
-/// mutably on its own. Results do not depend on the split: counts are sums.
+/// Merges `pair` into `new` in the words `ws` (sorted, distinct), split in runs over the
+/// pool's threads: runs of sorted words own disjoint parts of the arena. Returns how many
+/// deltas (one per run, in word order) were used. Results do not depend on the split.
 fn merge_all(
-    words: &mut Words,
+    arena: &mut [u32],
     ws: &[u32],
-    pair: Pair,
-    new: TokenId,
+    (pair, new): (Pair, TokenId),
     pool: &rayon::ThreadPool,
-    deltas: &mut [MergeDelta],
+    deltas: &mut [Delta],
 ) -> usize {
     let n_runs = if ws.len() < PARALLEL_MIN_WORDS {
         1
     } else {
         deltas.len()
     };
-    let mut jobs = Vec::with_capacity(n_runs);
-    let (spans, counts) = (&words.spans, &words.counts);
-    let mut rest: &mut [TokenId] = &mut words.tokens;
-    let mut offset = 0;
-    for run in ws.chunks(ws.len().div_ceil(n_runs).max(1)) {
-        let lo = spans[run[0] as usize].0;
-        let (last_start, last_len) = spans[run[run.len() - 1] as usize];
-        let tail = std::mem::take(&mut rest).split_at_mut(lo - offset).1;
-        let (region, tail) = tail.split_at_mut(last_start + last_len - lo);
-        rest = tail;
-        offset = last_start + last_len;
-        jobs.push(Run {
-            ws: run,
-            region,
-            base: lo,
-        });
-    }
-    let n_jobs = jobs.len();
-    let work = |(run, out): (Run<'_>, &mut MergeDelta)| {
-        merge_words((spans, counts), run, (pair, new), out)
-    };
+    let ws_runs: Vec<&[u32]> = runs(ws, n_runs).collect();
+    let bounds: Vec<(usize, usize)> = ws_runs
+        .iter()
+        .map(|r| {
+            (
+                r[0] as usize * UNIT,
+                end_at(arena, r[r.len() - 1] as usize * UNIT),
+            )
+        })
+        .collect();
+    let jobs = ws_runs
+        .into_iter()
+        .zip(regions(arena, bounds.iter().copied()))
+        .zip(&bounds)
+        .map(|((ws, region), &(base, _))| Run { ws, region, base });
+    let work = |(run, d): (Run<'_>, &mut Delta)| merge_words(run, (pair, new), d);
+    let n_jobs = bounds.len();
     if n_jobs == 1 {
-        jobs.into_iter().zip(deltas.iter_mut()).for_each(work);
+        jobs.zip(deltas.iter_mut()).for_each(work);
     } else {
+        let jobs: Vec<Run<'_>> = jobs.collect();
         pool.install(|| {
             jobs.into_par_iter()
                 .zip(deltas.par_iter_mut())
@@ -399,6 +342,108 @@ fn merge_all(
         });
     }
     n_jobs
+}
+
+/// The loop's state besides the words.
+struct State {
+    pairs: Pairs,
+    heap: PairHeap,
+    /// By neighbour id, the words of a new pair being gathered from the threads' deltas.
+    lists: Vec<Vec<u32>>,
+}
+
+impl State {
+    /// Takes `moved` away from the existing pair `p`; a pair left at 0 is dropped.
+    fn take_from(&mut self, p: Pair, moved: u64) {
+        let info = self
+            .pairs
+            .get_mut(&p)
+            .expect("bug: counts moved from a pair that does not exist");
+        info.count = info
+            .count
+            .checked_sub(moved)
+            .expect("bug: more count moved from a pair than it had");
+        if info.count == 0 {
+            self.pairs.remove(&p);
+        }
+    }
+
+    /// Adds the new pair `p` with `count` and its words, and its heap entry.
+    fn add_new(&mut self, p: Pair, count: u64, words: Vec<u32>, vocab: &[Vec<u8>]) {
+        self.heap.push((count, p), vocab);
+        self.pairs.insert(p, PairInfo { count, words });
+    }
+
+    /// Applies what the merge of `(a, b)` into `new` moved (the threads' deltas, in word order)
+    /// and leaves the deltas empty.
+    fn apply(&mut self, (a, b): Pair, new: TokenId, deltas: &mut [Delta], vocab: &[Vec<u8>]) {
+        let (all, rest) = deltas.split_first_mut().expect("bug: no delta");
+        for d in rest.iter_mut() {
+            for side in [Side::Left, Side::Right] {
+                let (sums, ids, _) = side.of(d);
+                let taken: Vec<(TokenId, u64)> = ids
+                    .drain(..)
+                    .map(|x| (x, std::mem::take(&mut sums[x as usize])))
+                    .collect();
+                let (all_sums, all_ids, _) = side.of(all);
+                for (x, c) in taken {
+                    if all_sums[x as usize] == 0 {
+                        all_ids.push(x);
+                    }
+                    all_sums[x as usize] += c;
+                }
+            }
+            all.run += std::mem::take(&mut d.run);
+        }
+        for side in [Side::Left, Side::Right] {
+            for d in std::iter::once(&mut *all).chain(rest.iter_mut()) {
+                for (x, w) in side.of(d).2.drain(..) {
+                    self.lists[x as usize].push(w);
+                }
+            }
+            let (sums, ids, _) = side.of(all);
+            for x in ids.drain(..) {
+                let moved = std::mem::take(&mut sums[x as usize]);
+                let words = std::mem::take(&mut self.lists[x as usize]);
+                let (from, to) = match side {
+                    Side::Left => ((x, a), (x, new)),
+                    Side::Right => ((b, x), (new, x)),
+                };
+                if from != (a, b) {
+                    self.take_from(from, moved);
+                }
+                self.add_new(to, moved, words, vocab);
+            }
+        }
+        let run = std::mem::take(&mut all.run);
+        if run > 0 {
+            if (b, a) != (a, b) {
+                self.take_from((b, a), run);
+            }
+            let words = deltas
+                .iter_mut()
+                .flat_map(|d| d.run_words.drain(..))
+                .collect();
+            self.add_new((new, new), run, words, vocab);
+        }
+    }
+}
+
+/// The left or the right neighbours' half of a `Delta`.
+#[derive(Clone, Copy)]
+enum Side {
+    Left,
+    Right,
+}
+
+impl Side {
+    #[allow(clippy::type_complexity)]
+    fn of(self, d: &mut Delta) -> (&mut Vec<u64>, &mut Vec<TokenId>, &mut Vec<(TokenId, u32)>) {
+        match self {
+            Side::Left => (&mut d.left, &mut d.left_ids, &mut d.left_words),
+            Side::Right => (&mut d.right, &mut d.right_ids, &mut d.right_words),
+        }
+    }
 }
 
 /// Runs `num_merges` merges (fewer if no pair is left) on the counted words, on `num_threads`.
@@ -441,30 +486,36 @@ pub fn train_from(
             .concat(),
         );
     }
-    let mut words = Words::new(counts);
+    let mut words = Words::new(counts, &pool)?;
     words.apply_merges(start);
-    let mut index = PairIndex::new(&words)?;
-    let entries = index.counts.iter().map(|(&p, &n)| (n, p)).collect();
-    let mut heap = PairHeap::from_vec(entries, &vocab);
+    let pairs = words.pairs(&pool)?;
+    let Words { mut arena, refs } = words;
+    drop(refs);
+    let entries = pairs.iter().map(|(&p, info)| (info.count, p)).collect();
+    let heap = PairHeap::from_vec(entries, &vocab);
+    let mut state = State {
+        pairs,
+        heap,
+        lists: Vec::new(),
+    };
     // Only a capacity hint, bounded by the pairs there are now: `num_merges` is not trusted (a
     // huge one would be a huge allocation); the vector grows past the hint if it must.
-    let mut merges = Vec::with_capacity(num_merges.min(heap.data.len() + start.len() + 1024));
+    let mut merges = Vec::with_capacity(num_merges.min(state.heap.data.len() + start.len() + 1024));
     merges.extend_from_slice(start);
-    let mut net: FastMap<Pair, i128> = FastMap::default();
     // One set of buffers per thread, reused by every merge (allocation was 10% of merge time).
-    let mut deltas: Vec<MergeDelta> = (0..pool.current_num_threads())
-        .map(|_| MergeDelta::default())
+    let mut deltas: Vec<Delta> = (0..pool.current_num_threads())
+        .map(|_| Delta::default())
         .collect();
 
     while merges.len() < num_merges {
         // 1. The best pair: pop until an entry's count is current.
-        let Some((stored, pair)) = heap.pop(&vocab) else {
+        let Some((stored, pair)) = state.heap.pop(&vocab) else {
             break;
         };
-        let current = index.counts.get(&pair).copied().unwrap_or(0);
+        let current = state.pairs.get(&pair).map_or(0, |info| info.count);
         if current != stored {
             if current > 0 {
-                heap.push((current, pair), &vocab);
+                state.heap.push((current, pair), &vocab);
             }
             continue;
         }
@@ -477,44 +528,21 @@ pub fn train_from(
         .concat();
         vocab.push(bytes);
         merges.push(pair);
-        // 3. Merge it in every word it occurs in, collecting count changes.
-        let mut occurs_in = index
-            .words_of
+        // 3. Merge it in every word it occurs in, then move the counts.
+        let info = state
+            .pairs
             .remove(&pair)
-            .expect("bug: a pair with a count is listed in no word");
-        occurs_in.sort_unstable();
-        occurs_in.dedup();
-        net.clear();
-        let n_jobs = merge_all(&mut words, &occurs_in, pair, new, &pool, &mut deltas);
-        for delta in &mut deltas[..n_jobs] {
-            for (w, len) in delta.lens.drain(..) {
-                words.spans[w as usize].1 = len;
-            }
-            for (p, w) in delta.added.drain(..) {
-                index.words_of.entry(p).or_default().push(w);
-            }
-            for (p, d) in delta.net.drain() {
-                *net.entry(p).or_insert(0) += d;
-            }
+            .expect("bug: the best pair is not in the table");
+        for d in &mut deltas {
+            d.grow(vocab.len());
         }
-        // 4. Apply the changes; only increases need a fresh heap entry.
-        let mut changed: Vec<(Pair, i128)> = net.iter().map(|(&p, &d)| (p, d)).collect();
-        changed.sort_unstable();
-        for (p, d) in changed {
-            if d == 0 {
-                continue;
-            }
-            let n = index.counts.entry(p).or_insert(0);
-            let now = u64::try_from(*n as i128 + d)
-                .expect("bug: a pair count went below 0 or past the checked total");
-            *n = now;
-            if now == 0 {
-                index.counts.remove(&p);
-                index.words_of.remove(&p);
-            } else if d > 0 {
-                heap.push((now, p), &vocab);
-            }
+        if state.lists.len() < vocab.len() {
+            state
+                .lists
+                .resize_with(vocab.len().next_power_of_two(), Vec::new);
         }
+        let n_jobs = merge_all(&mut arena, &info.words, (pair, new), &pool, &mut deltas);
+        state.apply(pair, new, &mut deltas[..n_jobs], &vocab);
         if !progress(merges.len()) {
             break;
         }
@@ -595,6 +623,32 @@ mod tests {
             bad,
             Err(TrainError::BadStartMerge { index: 0, .. })
         ));
+    }
+
+    #[test]
+    fn words_counted_zero_times_weigh_nothing() {
+        // As in SPEC's reference: a word counted 0 times holds no pair, so (a,b) is never merged.
+        let r = train(counts(&[("ab", 0), ("cd", 1)]), 5, 1, &mut |_| true).unwrap();
+        assert_eq!(merged_bytes(&r), ["c d"]);
+    }
+
+    #[test]
+    fn big_merges_split_over_threads_give_the_same_merges() {
+        // Enough words that the first merges run in several runs (PARALLEL_MIN_WORDS).
+        let words: Vec<(String, u64)> = (0..6000u64)
+            .map(|i| (format!("ab{i}x{}", i % 13), 1 + i % 7))
+            .collect();
+        let table = || {
+            let mut wc = WordCounts::default();
+            for (w, n) in &words {
+                wc.add(w.as_bytes(), *n).unwrap();
+            }
+            wc
+        };
+        let one = train(table(), 300, 1, &mut |_| true).unwrap();
+        let three = train(table(), 300, 3, &mut |_| true).unwrap();
+        assert_eq!(one.merges, three.merges);
+        assert!(one.merges.len() > 100);
     }
 
     #[test]

@@ -1,0 +1,30 @@
+//! Times the merge loop on the counts of a `.bpc` file, for profiling (perf, callgrind) without
+//! Python:  cargo run --profile profiling --example train_profile -- COUNTS.bpc [merges] [threads]
+//! Prints the time and a CRC of the merges (to compare builds).
+use std::time::Instant;
+
+use bytepair_core::count::WordCounts;
+use bytepair_core::counts_file::read_counts;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let merges: usize = args.get(2).map_or(9743, |s| s.parse().unwrap());
+    let threads: usize = args.get(3).map_or(1, |s| s.parse().unwrap());
+    let mut counts = WordCounts::default();
+    read_counts(std::path::Path::new(&args[1]), &mut counts, None).unwrap();
+    let words = counts.len();
+    let t = Instant::now();
+    let r = bytepair_core::train::train(counts, merges, threads, &mut |_| true).unwrap();
+    let s = t.elapsed().as_secs_f64();
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &(a, b) in &r.merges {
+        for x in [a, b] {
+            h = (h ^ x as u64).wrapping_mul(0x100000001b3);
+        }
+    }
+    println!(
+        "{words} words, {} merges in {s:.3} s ({:.0}/s), hash {h:016x}",
+        r.merges.len(),
+        r.merges.len() as f64 / s
+    );
+}
