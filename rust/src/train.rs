@@ -20,7 +20,7 @@ mod words;
 use rayon::prelude::*;
 
 use crate::count::WordCounts;
-use words::{count_at, end_at, regions, runs, PairInfo, Pairs, Words, UNIT};
+use words::{count_at, end_at, regions, runs, PairInfo, Pairs, WordList, Words, UNIT};
 
 /// A token id: bytes are 0-255, merge i is 256 + i.
 pub type TokenId = u32;
@@ -149,7 +149,11 @@ fn merge_word(
     mut moved: impl FnMut(Moved),
 ) -> usize {
     let len = t.len();
-    let (mut i, mut j) = (0, 0);
+    // Up to the first occurrence nothing changes (and a word that lost the pair is not written).
+    let Some(first) = t.windows(2).position(|p| p[0] == a && p[1] == b) else {
+        return len;
+    };
+    let (mut i, mut j) = (first, first);
     let mut prev_merged = false;
     while i < len {
         if i + 1 < len && t[i] == a && t[i + 1] == b {
@@ -349,7 +353,7 @@ struct State {
     pairs: Pairs,
     heap: PairHeap,
     /// By neighbour id, the words of a new pair being gathered from the threads' deltas.
-    lists: Vec<Vec<u32>>,
+    lists: Vec<WordList>,
 }
 
 impl State {
@@ -369,7 +373,7 @@ impl State {
     }
 
     /// Adds the new pair `p` with `count` and its words, and its heap entry.
-    fn add_new(&mut self, p: Pair, count: u64, words: Vec<u32>, vocab: &[Vec<u8>]) {
+    fn add_new(&mut self, p: Pair, count: u64, words: WordList, vocab: &[Vec<u8>]) {
         self.heap.push((count, p), vocab);
         self.pairs.insert(p, PairInfo { count, words });
     }
@@ -539,7 +543,7 @@ pub fn train_from(
         if state.lists.len() < vocab.len() {
             state
                 .lists
-                .resize_with(vocab.len().next_power_of_two(), Vec::new);
+                .resize_with(vocab.len().next_power_of_two(), WordList::new);
         }
         let n_jobs = merge_all(&mut arena, &info.words, (pair, new), &pool, &mut deltas);
         state.apply(pair, new, &mut deltas[..n_jobs], &vocab);

@@ -96,28 +96,10 @@ pub fn entries_per_thread(threads: usize) -> usize {
 fn empty_slots(n: usize) -> Option<Vec<Slot>> {
     let mut slots = Vec::new();
     slots.try_reserve_exact(n).ok()?;
-    advise_huge_pages(slots.spare_capacity_mut());
+    crate::advise_huge_pages(slots.spare_capacity_mut());
     slots.resize(n, Slot::default());
     Some(slots)
 }
-
-#[cfg(target_os = "linux")]
-fn advise_huge_pages<T>(memory: &mut [T]) {
-    const HUGE: usize = 2 << 20;
-    let start = memory.as_mut_ptr() as usize;
-    let end = start + std::mem::size_of_val(memory);
-    let from = start.next_multiple_of(4096);
-    if end >= from + HUGE {
-        // SAFETY: the range lies in memory borrowed mutably here, and MADV_HUGEPAGE changes only
-        // how the kernel backs it, never what it holds; a failure (no THP) changes nothing.
-        unsafe {
-            libc::madvise(from as *mut libc::c_void, end - from, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn advise_huge_pages<T>(_: &mut [T]) {}
 
 impl Default for Cache {
     fn default() -> Self {

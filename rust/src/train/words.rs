@@ -43,8 +43,11 @@ pub(super) struct Words {
 /// have lost the pair since (they are skipped when visited).
 pub(super) struct PairInfo {
     pub count: u64,
-    pub words: Vec<u32>,
+    pub words: WordList,
 }
+
+/// A pair's words; most pairs occur in a few words, whose list then needs no allocation.
+pub(super) type WordList = smallvec::SmallVec<[u32; 4]>;
 
 /// Every pair of the words, by its ids.
 pub(super) type Pairs = FastMap<Pair, PairInfo>;
@@ -185,51 +188,106 @@ impl Words {
     /// later count does too.
     pub fn pairs(&self, pool: &rayon::ThreadPool) -> Result<Pairs, TrainError> {
         let arena = &self.arena;
-        let one_run = |ws: &[u32]| -> Result<Pairs, TrainError> {
-            let mut pairs = Pairs::default();
+        let one_run = |ws: &[u32]| -> Result<Tally, TrainError> {
+            let mut tally = Tally::default();
             for &w in ws {
                 let o = w as usize * UNIT;
                 let (len, n) = (arena[o] as usize, count_at(arena, o));
                 for p in arena[o + UNIT..o + UNIT + len].windows(2) {
-                    let info = pairs.entry((p[0], p[1])).or_insert(PairInfo {
-                        count: 0,
-                        words: Vec::new(),
-                    });
-                    info.count = info.count.checked_add(n).ok_or(too_large((p[0], p[1])))?;
-                    if info.words.last() != Some(&w) {
-                        info.words.push(w);
-                    }
+                    tally.add((p[0], p[1]), n, w)?;
                 }
             }
-            Ok(pairs)
+            Ok(tally)
         };
         let n = pool.current_num_threads();
-        let mut maps = pool.install(|| {
+        let tallies = pool.install(|| {
             runs(&self.refs, n)
                 .collect::<Vec<_>>()
                 .into_par_iter()
                 .map(one_run)
                 .collect::<Result<Vec<_>, _>>()
         })?;
-        let Some(mut all) = (!maps.is_empty()).then(|| maps.remove(0)) else {
-            return Ok(Pairs::default());
-        };
-        for map in maps {
-            for (p, info) in map {
-                let mine = all.entry(p).or_insert(PairInfo {
+        let mut all = Pairs::default();
+        for tally in tallies {
+            for (p, count, words) in tally.into_pairs() {
+                let info = all.entry(p).or_insert(PairInfo {
                     count: 0,
-                    words: Vec::new(),
+                    words: WordList::new(),
                 });
-                mine.count = mine.count.checked_add(info.count).ok_or(too_large(p))?;
-                mine.words.extend_from_slice(&info.words);
+                info.count = info.count.checked_add(count).ok_or(too_large(p))?;
+                if info.words.is_empty() {
+                    info.words = WordList::from_vec(words);
+                } else {
+                    info.words.extend_from_slice(&words);
+                }
             }
         }
         Ok(all)
     }
 }
 
+/// Pair counts and word lists of one run of words. Byte pairs (all of them, unless training
+/// goes on from earlier merges) sit in a table indexed by their two bytes, other pairs get
+/// slots after it through a map: a hash lookup per pair occurrence was 3/4 of this step.
+struct Tally {
+    counts: Vec<u64>,
+    words: Vec<Vec<u32>>,
+    /// The pairs of the slots past the byte pairs, and their slots.
+    others: Vec<Pair>,
+    slot_of: FastMap<Pair, usize>,
+}
+
+const BYTE_PAIRS: usize = 1 << 16;
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            counts: vec![0; BYTE_PAIRS],
+            words: vec![Vec::new(); BYTE_PAIRS],
+            others: Vec::new(),
+            slot_of: FastMap::default(),
+        }
+    }
+}
+
+impl Tally {
+    /// Adds an occurrence of `p` in the word `w`, counted `n` times.
+    #[inline(always)]
+    fn add(&mut self, p: Pair, n: u64, w: u32) -> Result<(), TrainError> {
+        let slot = if p.0 < 256 && p.1 < 256 {
+            (p.0 as usize) << 8 | p.1 as usize
+        } else {
+            *self.slot_of.entry(p).or_insert_with(|| {
+                self.others.push(p);
+                self.counts.push(0);
+                self.words.push(Vec::new());
+                BYTE_PAIRS + self.others.len() - 1
+            })
+        };
+        let count = &mut self.counts[slot];
+        *count = count.checked_add(n).ok_or(too_large(p))?;
+        let words = &mut self.words[slot];
+        if words.last() != Some(&w) {
+            words.push(w);
+        }
+        Ok(())
+    }
+
+    /// Every pair seen, with its count and words.
+    fn into_pairs(self) -> impl Iterator<Item = (Pair, u64, Vec<u32>)> {
+        let byte_pair = |slot: usize| ((slot >> 8) as TokenId, (slot & 255) as TokenId);
+        let pairs = (0..BYTE_PAIRS).map(byte_pair).chain(self.others);
+        pairs
+            .zip(self.counts)
+            .zip(self.words)
+            .filter(|(_, words)| !words.is_empty())
+            .map(|((p, count), words)| (p, count, words))
+    }
+}
+
 /// `n` zeroed u32s; the memory comes zeroed from the system (no pass over it) and is first
-/// touched by the threads that fill it.
+/// touched by the threads that fill it. Merges read it all over: it asks for huge pages (with
+/// 4 KB pages, a third of the merge loop's samples sat on the prefetch of the next word).
 fn zeroed(n: usize) -> Result<Vec<u32>, TrainError> {
     if n == 0 {
         return Ok(Vec::new());
@@ -243,7 +301,9 @@ fn zeroed(n: usize) -> Result<Vec<u32>, TrainError> {
         if ptr.is_null() {
             return Err(TrainError::OutOfMemory);
         }
-        Ok(Vec::from_raw_parts(ptr, n, n))
+        let mut arena = Vec::from_raw_parts(ptr, n, n);
+        crate::advise_huge_pages(&mut arena);
+        Ok(arena)
     }
 }
 
