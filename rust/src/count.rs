@@ -224,8 +224,7 @@ fn add_one<K: std::hash::Hash + Eq>(
 /// queued per partition and applied in batches, so one small partition map is updated at a time
 /// while it sits in cache.
 pub struct Counter {
-    hot_keys: Vec<u128>,
-    hot_counts: Vec<u64>,
+    hot: Vec<(u128, u64)>,
     queued: Vec<Vec<(u128, u64)>>,
     counts: WordCounts,
     /// The first table error; kept aside so that the hot loop does not branch on results.
@@ -234,14 +233,15 @@ pub struct Counter {
 
 const HOT_BITS: u32 = 14;
 const HOT_SLOTS: usize = 1 << HOT_BITS;
+/// Words looked up in the cache together (`Counter::add_batch`).
+const BATCH: usize = 64;
 /// Evicted counts queued per partition before they are applied.
 const QUEUE: usize = 512;
 
 impl Default for Counter {
     fn default() -> Self {
         Counter {
-            hot_keys: vec![0; HOT_SLOTS],
-            hot_counts: vec![0; HOT_SLOTS],
+            hot: vec![(0, 0); HOT_SLOTS],
             queued: (0..PARTS).map(|_| Vec::with_capacity(QUEUE)).collect(),
             counts: WordCounts::default(),
             error: None,
@@ -250,24 +250,36 @@ impl Default for Counter {
 }
 
 impl Counter {
-    /// Counts one occurrence of the word `b[start..end]`.
-    #[inline(always)]
-    fn add(&mut self, b: &[u8], start: usize, end: usize) {
-        if end - start > PACKED_MAX {
-            if let Err(e) = self.counts.add(&b[start..end], 1) {
-                self.error.get_or_insert(e);
+    /// Counts one occurrence of each word `b[start..end]` of `spans`, in two passes: keys and
+    /// cache slots first (asking for each slot's line ahead), then the cache. Why: one word at a
+    /// time, each lookup waited on the previous word's (a quarter of counting's samples).
+    fn add_batch(&mut self, b: &[u8], spans: &[(usize, usize)]) {
+        let mut keys = [(0u128, 0usize); BATCH];
+        for (k, &(start, end)) in keys.iter_mut().zip(spans) {
+            if end - start <= PACKED_MAX {
+                let key = pack_at(b, start, end - start);
+                let slot = hot_slot(key, HOT_BITS);
+                crate::prefetch(self.hot.as_ptr().wrapping_add(slot));
+                *k = (key, slot);
+            } else {
+                if let Err(e) = self.counts.add(&b[start..end], 1) {
+                    self.error.get_or_insert(e);
+                }
+                *k = (0, usize::MAX);
             }
-            return;
         }
-        let key = pack_at(b, start, end - start);
-        let slot = hot_slot(key, HOT_BITS);
-        if self.hot_keys[slot] == key {
-            self.hot_counts[slot] += 1;
-        } else {
-            let evicted = std::mem::replace(&mut self.hot_counts[slot], 1);
-            let old = std::mem::replace(&mut self.hot_keys[slot], key);
-            if evicted > 0 {
-                self.queue(old, evicted);
+        for &(key, slot) in &keys[..spans.len()] {
+            if slot == usize::MAX {
+                continue;
+            }
+            let entry = &mut self.hot[slot];
+            if entry.0 == key {
+                entry.1 += 1;
+            } else {
+                let (old, evicted) = std::mem::replace(entry, (key, 1));
+                if evicted > 0 {
+                    self.queue(old, evicted);
+                }
             }
         }
     }
@@ -307,9 +319,17 @@ impl Counter {
                 // byte ranges, not `&str`s: a `str` slice checks both ends for a character
                 // boundary (11% of counting's instructions)
                 let b = t.as_bytes();
-                result = config
-                    .pretok
-                    .for_each_span(t, stop, |start, end| self.add(b, start, end));
+                let mut spans = [(0, 0); BATCH];
+                let mut n = 0;
+                result = config.pretok.for_each_span(t, stop, |start, end| {
+                    spans[n] = (start, end);
+                    n += 1;
+                    if n == BATCH {
+                        self.add_batch(b, &spans);
+                        n = 0;
+                    }
+                });
+                self.add_batch(b, &spans[..n]);
             }
         });
         result?;
@@ -321,10 +341,7 @@ impl Counter {
 
     /// The counts, with the cache and the queues flushed into them.
     pub fn finish(mut self) -> Result<WordCounts, TableError> {
-        for (key, n) in std::mem::take(&mut self.hot_keys)
-            .into_iter()
-            .zip(std::mem::take(&mut self.hot_counts))
-        {
+        for (key, n) in std::mem::take(&mut self.hot) {
             if n > 0 {
                 self.queue(key, n);
             }

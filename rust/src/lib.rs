@@ -44,6 +44,19 @@ pub(crate) fn advise_huge_pages<T>(memory: &mut [T]) {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn advise_huge_pages<T>(_: &mut [T]) {}
 
+/// Hints the CPU to load the cache line at `at` (a no-op off x86_64).
+#[inline(always)]
+pub(crate) fn prefetch<T>(at: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is only a hint; it never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(at.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
 /// The threads a call actually starts for `requested`: at least 1, at most 4 per core. Each
 /// worker holds megabytes of tables, so `num_threads=100000` would otherwise allocate hundreds
 /// of gigabytes (and start as many threads) before doing anything.

@@ -265,8 +265,8 @@ fn merge_words(run: Run<'_>, (pair, new): (Pair, TokenId), d: &mut Delta) {
         // The words are scattered over the arena: ask for later ones ahead of time.
         if let Some(&ahead) = ws.get(i + 8) {
             let at = region.as_ptr().wrapping_add(ahead as usize * UNIT - base);
-            prefetch(at);
-            prefetch(at.wrapping_add(16));
+            crate::prefetch(at);
+            crate::prefetch(at.wrapping_add(16));
         }
         let o = w as usize * UNIT - base;
         let (len, c) = (region[o] as usize, count_at(region, o));
@@ -284,20 +284,6 @@ fn merge_words(run: Run<'_>, (pair, new): (Pair, TokenId), d: &mut Delta) {
         });
         region[o] = new_len as u32;
     }
-}
-
-/// Hints the CPU to load the cache line at `at` (a no-op off x86_64).
-#[inline(always)]
-fn prefetch(at: *const u32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is only a hint; it never faults, whatever the address.
-    #[allow(unused_unsafe)]
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(at.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
 }
 
 /// Below this many words a merge runs on one thread (handing work out costs more).

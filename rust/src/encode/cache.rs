@@ -173,14 +173,7 @@ impl Cache {
             .slots
             .as_ptr()
             .wrapping_add((hash >> (64 - self.bits)) as usize);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is only a hint: it never faults and changes no memory.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(slot.cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
+        crate::prefetch(slot);
     }
 
     /// Remembers the ids of `key`, while the table has room (at most `limit` entries).
