@@ -57,6 +57,17 @@ pub(crate) fn prefetch<T>(at: *const T) {
     let _ = at;
 }
 
+/// Returns memory freed inside the allocator's heaps to the system. Why: the word table (hundreds
+/// of MB, freed on several threads once the merge loop has laid the words out) otherwise stayed
+/// in glibc's per-thread heaps and counted in the process's peak RSS all through the loop.
+pub(crate) fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own heaps.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// The threads a call actually starts for `requested`: at least 1, at most 4 per core. Each
 /// worker holds megabytes of tables, so `num_threads=100000` would otherwise allocate hundreds
 /// of gigabytes (and start as many threads) before doing anything.

@@ -394,7 +394,8 @@ impl State {
             let (sums, ids, _) = side.of(all);
             for x in ids.drain(..) {
                 let moved = std::mem::take(&mut sums[x as usize]);
-                let words = std::mem::take(&mut self.lists[x as usize]);
+                let mut words = std::mem::take(&mut self.lists[x as usize]);
+                words.shrink_to_fit();
                 let (from, to) = match side {
                     Side::Left => ((x, a), (x, new)),
                     Side::Right => ((b, x), (new, x)),
@@ -481,6 +482,7 @@ pub fn train_from(
     let pairs = words.pairs(&pool)?;
     let Words { mut arena, refs } = words;
     drop(refs);
+    crate::give_back_freed_memory();
     let entries = pairs.iter().map(|(&p, info)| (info.count, p)).collect();
     let heap = PairHeap::from_vec(entries, &vocab);
     let mut state = State {
