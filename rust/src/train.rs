@@ -196,48 +196,72 @@ enum Moved {
 /// The counts one thread moved while merging a run of words, and the words behind them.
 #[derive(Default)]
 struct Delta {
-    /// By left neighbour x: the count moved from (x, a) to (x, new); 0 where untouched.
-    left: Vec<u64>,
-    /// By right neighbour y: the count moved from (b, y) to (new, y).
-    right: Vec<u64>,
-    /// The count moved from (b, a) to (new, new).
+    /// By left neighbour x: what moved from (x, a) to (x, new).
+    left: Half,
+    /// By right neighbour y: what moved from (b, y) to (new, y).
+    right: Half,
+    /// The count moved from (b, a) to (new, new), and its words (each once, in order).
     run: u64,
-    /// The neighbours with a nonzero entry, in the order first seen.
-    left_ids: Vec<TokenId>,
-    right_ids: Vec<TokenId>,
-    /// (neighbour, word) for every word a new pair appeared in, each once, in word order.
-    left_words: Vec<(TokenId, u32)>,
-    right_words: Vec<(TokenId, u32)>,
     run_words: Vec<u32>,
 }
 
 impl Delta {
-    /// Makes room for neighbour ids below `n`.
-    fn grow(&mut self, n: usize) {
-        if self.left.len() < n {
-            let n = n.next_power_of_two();
-            self.left.resize(n, 0);
-            self.right.resize(n, 0);
+    fn half(&mut self, left: bool) -> &mut Half {
+        if left {
+            &mut self.left
+        } else {
+            &mut self.right
         }
     }
 }
 
-/// Adds `c` moved by neighbour `x` into `sums`/`ids`, and the word `w` into `words` unless this
-/// word already listed `x` (its entries start at `mark`).
-#[inline(always)]
-fn add_moved(
-    (sums, ids, words): (&mut [u64], &mut Vec<TokenId>, &mut Vec<(TokenId, u32)>),
-    x: TokenId,
-    c: u64,
-    (w, mark): (u32, usize),
-) {
-    let sum = &mut sums[x as usize];
-    if *sum == 0 {
-        ids.push(x);
+/// The moves of one side's neighbours, in arrays indexed by the neighbour's id.
+#[derive(Default)]
+struct Half {
+    /// The count moved; 0 where untouched.
+    sums: Vec<u64>,
+    /// The last word that listed the neighbour (valid where `sums` is not 0).
+    last: Vec<u32>,
+    /// The neighbours with a nonzero sum, in the order first seen.
+    ids: Vec<TokenId>,
+    /// (neighbour, word) for every word a new pair appeared in, each once, in word order.
+    words: Vec<(TokenId, u32)>,
+}
+
+impl Half {
+    /// Makes room for neighbour ids below `n`.
+    fn grow(&mut self, n: usize) {
+        if self.sums.len() < n {
+            let n = n.next_power_of_two();
+            self.sums.resize(n, 0);
+            self.last.resize(n, 0);
+        }
     }
-    *sum += c;
-    if !words[mark..].iter().any(|&(y, _)| y == x) {
-        words.push((x, w));
+
+    /// Adds `c` moved by neighbour `x` in the word `w`, and lists the word once.
+    #[inline(always)]
+    fn add(&mut self, x: TokenId, c: u64, w: u32) {
+        let x = x as usize;
+        if self.sums[x] == 0 {
+            self.ids.push(x as TokenId);
+        } else if self.last[x] == w {
+            self.sums[x] += c;
+            return;
+        }
+        self.sums[x] += c;
+        self.last[x] = w;
+        self.words.push((x as TokenId, w));
+    }
+
+    /// Adds the sums of `other` into this half and leaves `other`'s sums empty.
+    fn absorb(&mut self, other: &mut Half) {
+        for x in other.ids.drain(..) {
+            let moved = std::mem::take(&mut other.sums[x as usize]);
+            if self.sums[x as usize] == 0 {
+                self.ids.push(x);
+            }
+            self.sums[x as usize] += moved;
+        }
     }
 }
 
@@ -251,16 +275,6 @@ struct Run<'a> {
 /// Merges `pair` into `new` in the words of `run`, collecting what moved in `d`.
 fn merge_words(run: Run<'_>, (pair, new): (Pair, TokenId), d: &mut Delta) {
     let Run { ws, region, base } = run;
-    let Delta {
-        left,
-        right,
-        run,
-        left_ids,
-        right_ids,
-        left_words,
-        right_words,
-        run_words,
-    } = d;
     for (i, &w) in ws.iter().enumerate() {
         // The words are scattered over the arena: ask for later ones ahead of time.
         if let Some(&ahead) = ws.get(i + 8) {
@@ -270,15 +284,14 @@ fn merge_words(run: Run<'_>, (pair, new): (Pair, TokenId), d: &mut Delta) {
         }
         let o = w as usize * UNIT - base;
         let (len, c) = (region[o] as usize, count_at(region, o));
-        let marks = (left_words.len(), right_words.len());
         let t = &mut region[o + UNIT..o + UNIT + len];
         let new_len = merge_word(t, pair, new, |m| match m {
-            Moved::Left(x) => add_moved((left, left_ids, left_words), x, c, (w, marks.0)),
-            Moved::Right(y) => add_moved((right, right_ids, right_words), y, c, (w, marks.1)),
+            Moved::Left(x) => d.left.add(x, c, w),
+            Moved::Right(y) => d.right.add(y, c, w),
             Moved::Run => {
-                *run += c;
-                if run_words.last() != Some(&w) {
-                    run_words.push(w);
+                d.run += c;
+                if d.run_words.last() != Some(&w) {
+                    d.run_words.push(w);
                 }
             }
         });
@@ -338,8 +351,10 @@ fn merge_all(
 struct State {
     pairs: Pairs,
     heap: PairHeap,
-    /// By neighbour id, the words of a new pair being gathered from the threads' deltas.
+    /// By neighbour id, the words of a new pair being gathered from the threads' deltas, and
+    /// their number.
     lists: Vec<WordList>,
+    sizes: Vec<usize>,
 }
 
 impl State {
@@ -369,36 +384,35 @@ impl State {
     fn apply(&mut self, (a, b): Pair, new: TokenId, deltas: &mut [Delta], vocab: &[Vec<u8>]) {
         let (all, rest) = deltas.split_first_mut().expect("bug: no delta");
         for d in rest.iter_mut() {
-            for side in [Side::Left, Side::Right] {
-                let (sums, ids, _) = side.of(d);
-                let taken: Vec<(TokenId, u64)> = ids
-                    .drain(..)
-                    .map(|x| (x, std::mem::take(&mut sums[x as usize])))
-                    .collect();
-                let (all_sums, all_ids, _) = side.of(all);
-                for (x, c) in taken {
-                    if all_sums[x as usize] == 0 {
-                        all_ids.push(x);
-                    }
-                    all_sums[x as usize] += c;
-                }
-            }
+            all.left.absorb(&mut d.left);
+            all.right.absorb(&mut d.right);
             all.run += std::mem::take(&mut d.run);
         }
-        for side in [Side::Left, Side::Right] {
+        for left in [true, false] {
+            // Each new pair's list, allocated at its size (growing then shrinking them was a
+            // tenth of this step).
             for d in std::iter::once(&mut *all).chain(rest.iter_mut()) {
-                for (x, w) in side.of(d).2.drain(..) {
+                for &(x, _) in &d.half(left).words {
+                    self.sizes[x as usize] += 1;
+                }
+            }
+            for &x in &all.half(left).ids {
+                let size = std::mem::take(&mut self.sizes[x as usize]);
+                self.lists[x as usize].reserve_exact(size);
+            }
+            for d in std::iter::once(&mut *all).chain(rest.iter_mut()) {
+                for (x, w) in d.half(left).words.drain(..) {
                     self.lists[x as usize].push(w);
                 }
             }
-            let (sums, ids, _) = side.of(all);
+            let Half { sums, ids, .. } = all.half(left);
             for x in ids.drain(..) {
                 let moved = std::mem::take(&mut sums[x as usize]);
-                let mut words = std::mem::take(&mut self.lists[x as usize]);
-                words.shrink_to_fit();
-                let (from, to) = match side {
-                    Side::Left => ((x, a), (x, new)),
-                    Side::Right => ((b, x), (new, x)),
+                let words = std::mem::take(&mut self.lists[x as usize]);
+                let (from, to) = if left {
+                    ((x, a), (x, new))
+                } else {
+                    ((b, x), (new, x))
                 };
                 if from != (a, b) {
                     self.take_from(from, moved);
@@ -416,23 +430,6 @@ impl State {
                 .flat_map(|d| d.run_words.drain(..))
                 .collect();
             self.add_new((new, new), run, words, vocab);
-        }
-    }
-}
-
-/// The left or the right neighbours' half of a `Delta`.
-#[derive(Clone, Copy)]
-enum Side {
-    Left,
-    Right,
-}
-
-impl Side {
-    #[allow(clippy::type_complexity)]
-    fn of(self, d: &mut Delta) -> (&mut Vec<u64>, &mut Vec<TokenId>, &mut Vec<(TokenId, u32)>) {
-        match self {
-            Side::Left => (&mut d.left, &mut d.left_ids, &mut d.left_words),
-            Side::Right => (&mut d.right, &mut d.right_ids, &mut d.right_words),
         }
     }
 }
@@ -489,6 +486,7 @@ pub fn train_from(
         pairs,
         heap,
         lists: Vec::new(),
+        sizes: Vec::new(),
     };
     // Only a capacity hint, bounded by the pairs there are now: `num_merges` is not trusted (a
     // huge one would be a huge allocation); the vector grows past the hint if it must.
@@ -526,12 +524,13 @@ pub fn train_from(
             .remove(&pair)
             .expect("bug: the best pair is not in the table");
         for d in &mut deltas {
-            d.grow(vocab.len());
+            d.left.grow(vocab.len());
+            d.right.grow(vocab.len());
         }
         if state.lists.len() < vocab.len() {
-            state
-                .lists
-                .resize_with(vocab.len().next_power_of_two(), WordList::new);
+            let n = vocab.len().next_power_of_two();
+            state.lists.resize_with(n, WordList::new);
+            state.sizes.resize(n, 0);
         }
         let n_jobs = merge_all(&mut arena, &info.words, (pair, new), &pool, &mut deltas);
         state.apply(pair, new, &mut deltas[..n_jobs], &vocab);
