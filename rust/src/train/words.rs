@@ -290,7 +290,7 @@ impl Tally {
 
 /// `n` zeroed u32s; the memory comes zeroed from the system (no pass over it) and is first
 /// touched by the threads that fill it. Merges read it all over: it asks for huge pages (with
-/// 4 KB pages, a third of the merge loop's samples sat on the prefetch of the next word).
+/// 4 KB pages, a third of the merging step's samples sat on the prefetch of the next word).
 fn zeroed(n: usize) -> Result<Vec<u32>, TrainError> {
     if n == 0 {
         return Ok(Vec::new());
@@ -313,4 +313,19 @@ fn zeroed(n: usize) -> Result<Vec<u32>, TrainError> {
 /// The error of a pair count past 2^64 - 1 (only byte pairs can reach it first).
 fn too_large((a, b): Pair) -> TrainError {
     TrainError::CountsTooLarge(char::from(a as u8), char::from(b as u8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arena_too_large_to_lay_out_is_an_error_not_an_abort() {
+        assert!(matches!(
+            zeroed(usize::MAX / 2),
+            Err(TrainError::OutOfMemory)
+        ));
+        assert_eq!(zeroed(0).unwrap().len(), 0);
+        assert!(zeroed(1000).unwrap().iter().all(|&x| x == 0));
+    }
 }
