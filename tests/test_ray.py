@@ -107,14 +107,22 @@ def test_empty_input_is_refused_naming_it(cluster: str, tmp_path: Path) -> None:
 
 
 def test_bad_shard_fails_the_job_naming_it(
-    cluster: str, inputs: list[Path], tmp_path: Path
+    cluster: str, inputs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Repeated: the other tasks are not `ray.cancel`led, whose race with a task just ending
+    aborted the whole test process (exit 1) in one such job in 25."""
+    import ray
+
+    cancelled = []
+    monkeypatch.setattr(ray, "cancel", lambda *args, **kw: cancelled.append(args))
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine text " * 100 + b"\xff" + b" more" * 100)
-    with pytest.raises(
-        ShardError, match=r"shard \d+/\d+ \(.*bad\.txt.*invalid UTF-8 at byte offset 1000"
-    ):
-        train_on_ray([*inputs[:3], bad], 300, errors="strict", n_shards=4, progress=False)
+    for _ in range(10):
+        with pytest.raises(
+            ShardError, match=r"shard \d+/\d+ \(.*bad\.txt.*invalid UTF-8 at byte offset 1000"
+        ):
+            train_on_ray([*inputs[:3], bad], 300, errors="strict", n_shards=4, progress=False)
+    assert not cancelled
 
 
 def test_encode_equals_local_and_resumes(cluster: str, inputs: list[Path], tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from . import _core
@@ -103,11 +103,17 @@ def run_tasks(
     labels: list[str],
     on_result: Callable[[int, object], int],
     bar: _Bar | None = None,
+    siblings: list[list] | None = None,
 ) -> None:
     """Waits for one task per shard (`refs`), calling `on_result(i, result)` (which returns the
-    bytes done) as each ends. A shard that fails (an error in it, or its worker died more than
-    `MAX_RETRIES` times) raises `ShardError` naming it; on any error or Ctrl-C the tasks still
-    running are cancelled."""
+    bytes done) as each ends; `siblings[i]`: the task's other returns, whose copies of its
+    error are read too so that Ray does not print them as unhandled. A shard that fails (an
+    error in it, or its worker died more than `MAX_RETRIES` times) raises `ShardError` naming
+    it. On an error or Ctrl-C the tasks still running are left to Ray, not `ray.cancel`led:
+    Ray 2.60 aborts the driver (exit 1, "Tried to complete task that was not pending") when a
+    cancel meets a task that is just ending, one failed job in 25 here. `connected` ends the
+    job as it disconnects, which stops them; a driver that was already connected lets them
+    finish and drops their results."""
     pending = {ref: i for i, ref in enumerate(refs)}
     try:
         while pending:
@@ -117,25 +123,17 @@ def run_tasks(
                 try:
                     result = ray.get(ref)
                 except ray.exceptions.RayError as e:
+                    for other in siblings[i] if siblings else ():
+                        with suppress(ray.exceptions.RayError):
+                            ray.get(other)
                     raise ShardError(f"{labels[i]}: {_cause(ray, e, labels[i])}") from None
                 n_bytes = on_result(i, result)
                 if bar is not None:
                     bar.shard_done(n_bytes)
-    except BaseException:
-        cancel(ray, pending)
-        raise
     finally:
         if bar is not None:
             bar.close()
 
-
-def cancel(ray, refs: Iterable) -> None:
-    """Cancels the tasks of `refs` (one return of each), those that already ended too."""
-    for ref in refs:
-        try:
-            ray.cancel(ref)
-        except Exception:  # already finished, or the cluster is gone
-            pass
 
 
 def _cause(ray, e: Exception, label: str) -> str:
@@ -189,7 +187,6 @@ def count_on_ray(
         count.remote(s, options, n_parts, _crash[1] if _crash and _crash[0] == s.index else None)
         for s in shards
     ]
-    reduced = [reduce.remote(*(m[1 + j] for m in maps)) for j in range(n_parts)]
 
     def counted(i: int, figures: tuple) -> int:
         n_bytes, n_replaced, max_chunk, _ = figures
@@ -205,12 +202,12 @@ def count_on_ray(
         return 0
 
     bar = _Bar(show, "counting", sum(s.n_bytes for s in shards), len(shards))
-    try:
-        run_tasks(ray, [m[0] for m in maps], [str(s) for s in shards], counted, bar)
-        run_tasks(ray, reduced, [f"partition {j}/{n_parts}" for j in range(n_parts)], joined)
-    except BaseException:
-        cancel(ray, [m[0] for m in maps] + reduced)
-        raise
+    labels = [str(s) for s in shards]
+    run_tasks(ray, [m[0] for m in maps], labels, counted, bar, siblings=[m[1:] for m in maps])
+    # submitted once every map has returned (they need all of them anyway), so that a failed
+    # map leaves no reduce task whose copy of its error Ray would print as unhandled
+    reduced = [reduce.remote(*(m[1 + j] for m in maps)) for j in range(n_parts)]
+    run_tasks(ray, reduced, [f"partition {j}/{n_parts}" for j in range(n_parts)], joined)
     # the partitions are disjoint: joining them only inserts, on all this machine's cores
     return _core.table_of_blobs(reduced_blobs, num_threads=check_num_threads(None))
 
