@@ -1,5 +1,6 @@
 //! Times the encoder's stages on one text, for profiling (perf, callgrind) without Python:
 //!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|docs|count|pretok] [reps]
+//!   ... VOCAB.bin TEXT count_file THREADS: training's counting of the file, reader and workers
 //! VOCAB.bin: u32 n, then n × (u32 id, u32 len, bytes); u32 m, then m × (u32 len, bytes) × 2.
 use std::time::Instant;
 
@@ -69,6 +70,28 @@ fn main() {
                 let s = t.elapsed().as_secs_f64();
                 println!("docs {:.3} s {:.1} MB/s {n} ids", s, mb / s);
             }
+        }
+        "count_file" => {
+            // training's counting of the whole file (reader thread and workers): reps = threads
+            let config = bytepair_core::count::CountConfig {
+                specials: bytepair_core::pretokenize::Specials::new(&["<|endoftext|>"]).unwrap(),
+                pretok: Pretokenizer::new(GPT2_PATTERN).unwrap(),
+                strict: false,
+                chunk_size: 1 << 20,
+                num_threads: reps,
+            };
+            let t = Instant::now();
+            let path = std::path::Path::new(&args[2]);
+            let (counts, _) =
+                bytepair_core::count::count_file(path, 0, u64::MAX, &config, &mut |_| true)
+                    .unwrap();
+            let s = t.elapsed().as_secs_f64();
+            println!(
+                "count_file {:.3} s {:.1} MB/s {} words",
+                s,
+                mb / s,
+                counts.len()
+            );
         }
         "count" => {
             // the counting loop of training on one thread, file reading aside
