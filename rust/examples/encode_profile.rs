@@ -4,6 +4,7 @@
 //! VOCAB.bin: u32 n, then n × (u32 id, u32 len, bytes); u32 m, then m × (u32 len, bytes) × 2.
 use std::time::Instant;
 
+use bytepair_core::count::CountConfig;
 use bytepair_core::encode::Encoder;
 use bytepair_core::pretokenize::{Pretokenizer, GPT2_PATTERN};
 
@@ -27,11 +28,22 @@ fn warm_pass(enc: &Encoder, text: &str) -> Vec<u32> {
 
 /// Counts the words of `text` (a function of its own, for `callgrind --toggle-collect`).
 #[inline(never)]
-fn count_pass(config: &bytepair_core::count::CountConfig, text: &str) -> usize {
+fn count_pass(config: &CountConfig, text: &str) -> usize {
     let mut counter = bytepair_core::count::Counter::default();
     let stop = std::sync::atomic::AtomicBool::new(false);
     counter.add_document(text, config, &stop).unwrap();
     counter.finish().unwrap().len()
+}
+
+/// Training's counting options (GPT-2 pattern, `<|endoftext|>`) on `threads` threads.
+fn count_config(threads: usize) -> CountConfig {
+    CountConfig {
+        specials: bytepair_core::pretokenize::Specials::new(&["<|endoftext|>"]).unwrap(),
+        pretok: Pretokenizer::new(GPT2_PATTERN).unwrap(),
+        strict: false,
+        chunk_size: 1 << 20,
+        num_threads: threads,
+    }
 }
 
 fn main() {
@@ -73,13 +85,7 @@ fn main() {
         }
         "count_file" => {
             // training's counting of the whole file (reader thread and workers): reps = threads
-            let config = bytepair_core::count::CountConfig {
-                specials: bytepair_core::pretokenize::Specials::new(&["<|endoftext|>"]).unwrap(),
-                pretok: Pretokenizer::new(GPT2_PATTERN).unwrap(),
-                strict: false,
-                chunk_size: 1 << 20,
-                num_threads: reps,
-            };
+            let config = count_config(reps);
             let t = Instant::now();
             let path = std::path::Path::new(&args[2]);
             let (counts, _) =
@@ -95,13 +101,7 @@ fn main() {
         }
         "count" => {
             // the counting loop of training on one thread, file reading aside
-            let config = bytepair_core::count::CountConfig {
-                specials: bytepair_core::pretokenize::Specials::new(&["<|endoftext|>"]).unwrap(),
-                pretok: Pretokenizer::new(GPT2_PATTERN).unwrap(),
-                strict: false,
-                chunk_size: 1 << 20,
-                num_threads: 1,
-            };
+            let config = count_config(1);
             for _ in 0..reps {
                 let t = Instant::now();
                 let n = count_pass(&config, &text);
