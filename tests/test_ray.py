@@ -110,7 +110,7 @@ def test_bad_shard_fails_the_job_naming_it(
     cluster: str, inputs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Repeated: the other tasks are not `ray.cancel`led, whose race with a task just ending
-    aborted the whole test process (exit 1) in one such job in 25."""
+    aborted the whole test process (exit 1) at the 25th such job in a loop."""
     import ray
 
     cancelled = []

@@ -111,7 +111,7 @@ def run_tasks(
     error in it, or its worker died more than `MAX_RETRIES` times) raises `ShardError` naming
     it. On an error or Ctrl-C the tasks still running are left to Ray, not `ray.cancel`led:
     Ray 2.60 aborts the driver (exit 1, "Tried to complete task that was not pending") when a
-    cancel meets a task that is just ending, one failed job in 25 here. `connected` ends the
+    cancel meets a task that is just ending (here, at the 25th failed job). `connected` ends the
     job as it disconnects, which stops them; a driver that was already connected lets them
     finish and drops their results."""
     pending = {ref: i for i, ref in enumerate(refs)}
@@ -133,7 +133,6 @@ def run_tasks(
     finally:
         if bar is not None:
             bar.close()
-
 
 
 def _cause(ray, e: Exception, label: str) -> str:
