@@ -432,7 +432,7 @@ def test_full_disk_keeps_the_partial_for_resume(
         want = [i for r in records for i in tok.encode_ordinary(r)]
     args = [tok_dir, tmp_path / name, "-o", tmp_path / "o.bin", "--block-size", 4096]
     _fail_after(monkeypatch, 2)
-    threads_before = threading.active_count()
+    threads_before = set(threading.enumerate())
     err = _fails(capsys, *args)
     _threads_end(threads_before)
     monkeypatch.undo()
@@ -444,19 +444,21 @@ def test_full_disk_keeps_the_partial_for_resume(
     assert bytepair.load_tokens(tmp_path / "o.bin").tolist() == want
 
 
-def _threads_end(n_before: int) -> None:
-    """The reader threads of failed runs end (a thread left behind held its file open)."""
+def _threads_end(before: set[threading.Thread]) -> None:
+    """The reader threads of failed runs end (a thread left behind held its file open). Threads
+    are compared, not counted: one of an earlier test that ends meanwhile (CI saw 3 before, 2
+    after) is not this run's."""
     deadline = time.monotonic() + 5
-    while threading.active_count() > n_before and time.monotonic() < deadline:
+    while set(threading.enumerate()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert threading.active_count() == n_before
+    assert not set(threading.enumerate()) - before
 
 
 def test_bad_inputs_name_file_and_place(
     tok_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = ("-o", tmp_path / "o.bin")
-    threads_before = threading.active_count()
+    threads_before = set(threading.enumerate())
     good = gzip.compress(_text(3, 20_000).encode())
     (tmp_path / "bad.txt.gz").write_bytes(good[: len(good) // 2] + b"\x00garbage" * 50)
     err = _fails(capsys, tok_dir, tmp_path / "bad.txt.gz", *out)
