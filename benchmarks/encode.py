@@ -238,30 +238,40 @@ class _Current:
 
 
 def numpy_rows(enc, tok, gt, docs, warm) -> tuple[list[dict], list[str]]:
-    """encode_to_numpy on one big string (EOTs included) vs tiktoken.encode of the same, and
-    gigatoken's encode of that string (no special tokens there: checked against tiktoken's
-    encode_ordinary)."""
+    """encode_to_numpy on one big string (EOTs included) vs tiktoken.encode of the same, cold
+    (a new tokenizer) and then warm (the same string again, as gigatoken's caches are after the
+    rows before), and gigatoken's encode of that string (no special tokens there: checked
+    against tiktoken's encode_ordinary)."""
     import numpy as np
 
     text = EOT.join(docs)
     tok.encode_to_numpy(warm[0] + EOT + warm[1])
     with Timer() as t_np:
         arr = tok.encode_to_numpy(text)
+    with Timer() as t_warm:
+        again = tok.encode_to_numpy(text)
     with Timer() as t_tt:
         want = enc.encode(text, allowed_special={EOT})
     n = len(text.encode())
     tt = row("tiktoken", "encode(str)", 1, n, t_tt.s, len(want), "one string, EOTs included")
     note = f"one string, dtype {arr.dtype}"
-    bp = row("bytepair", "encode_to_numpy(str)", None, n, t_np.s, len(arr), note, tt["mb_s"])
+    bp = row("bytepair", "encode_to_numpy(str)", 1, n, t_np.s, len(arr), f"{note}, cold",
+             tt["mb_s"])
+    bp_warm = row("bytepair", "encode_to_numpy(str)", 1, n, t_warm.s, len(again),
+                  f"{note}, warm: the same string again", tt["mb_s"])
     tt["others_pct"], bp["others_pct"] = t_tt.others_pct, t_np.others_pct
+    bp_warm["others_pct"] = t_warm.others_pct
     same = len(arr) == len(want) and np.array_equal(arr, np.asarray(want))
-    rows, checks = [tt, bp], [f"encode_to_numpy ids == tiktoken.encode: {_yes(same)}"]
-    del arr, want
+    same = same and np.array_equal(arr, again)
+    rows = [tt, bp, bp_warm]
+    checks = [f"encode_to_numpy ids == tiktoken.encode (cold and warm): {_yes(same)}"]
+    del arr, again, want
     if gt:
         gt.encode(warm[0])
         with Timer() as t_gt:
             got = gt.encode(text)
-        g = row("gigatoken", "encode(str)", 1, n, t_gt.s, len(got), "one string, EOTs as text")
+        note = "one string, EOTs as text, warm (caches kept from the rows before)"
+        g = row("gigatoken", "encode(str)", 1, n, t_gt.s, len(got), note)
         g["others_pct"] = t_gt.others_pct
         same = np.array_equal(got, np.asarray(enc.encode_ordinary(text)))
         rows.append(g)
