@@ -50,7 +50,8 @@ impl Default for Batch {
 /// adjacent cache lines. (At most half full, the 775 K distinct pretokens of the benchmark's
 /// 100 MB took a 64 MB table and 128 MB of fresh pages over its doublings; the kernel zeroing
 /// them was 11% of a cold per-document run from Python. At 3/4 they take 32 MB: per-document
-/// runs of `encode_profile`, each in a new process, were 4-7% faster, warm runs no slower.
+/// runs of `encode_profile` (100 MB, a new process each) were 2-6% faster (median and mean
+/// of five), warm runs no slower.
 /// Tried and dropped: words of up to 7 bytes (68% of lookups) in a table of their own with
 /// 16-byte slots made warm runs 5-10% slower, with a branch on the length before each lookup.)
 /// (It replaced a direct-mapped array in front of a hash map, whose misses cost 2-3 lines.)
