@@ -1,6 +1,6 @@
 //! Times the merge loop on the counts of a `.bpc` file, for profiling (perf, callgrind) without
 //! Python:  cargo run --profile profiling --example train_profile -- COUNTS.bpc [merges] [threads]
-//! Prints the time and a CRC of the merges (to compare builds).
+//! Prints the time and an FNV-1a hash of the merges (to compare builds).
 use std::time::Instant;
 
 use bytepair_core::count::WordCounts;

@@ -11,8 +11,8 @@ use crate::FastMap;
 /// of over 256 bytes (box drawing, CJK sentences) went through the heap every time, 9% of it.
 pub const LONG_WORD: usize = 16 << 10;
 const LONG_BYTES_PER_ENTRY: usize = 8;
-/// The table takes no more entries past this many (a 64 MB table at most): the 100 MB of text the
-/// encoding benchmark reads has 775 K distinct pretokens. The cap was 2^18 (16 MB); words first
+/// The table takes no more entries past this many (a 64 MB table at most): the 100 MB of text
+/// the encoding benchmark reads has 775 K distinct pretokens. The cap was 2^18 (16 MB); words first
 /// seen past it missed every time (1.1 M misses in those 100 MB): 2^20 made per-document
 /// encoding 15-20% faster. A call on several threads shares this budget between their caches,
 /// so its memory does not grow with the thread count.

@@ -214,7 +214,7 @@ impl Words {
                     count: 0,
                     words: WordList::new(),
                 });
-                info.count = info.count.checked_add(count).ok_or(too_large(p))?;
+                info.count = info.count.checked_add(count).ok_or_else(|| too_large(p))?;
                 if info.words.is_empty() {
                     info.words = WordList::from_vec(words);
                 } else {
@@ -268,7 +268,7 @@ impl Tally {
             })
         };
         let count = &mut self.counts[slot];
-        *count = count.checked_add(n).ok_or(too_large(p))?;
+        *count = count.checked_add(n).ok_or_else(|| too_large(p))?;
         let words = &mut self.words[slot];
         if words.last() != Some(&w) {
             words.push(w);
