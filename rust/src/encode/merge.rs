@@ -34,8 +34,6 @@ pub struct PairTable {
     /// 512 KB, beside the pair table in the CPU's cache; else `bytes_wide`.
     bytes: Vec<u32>,
     bytes_wide: Vec<Merge>,
-    /// Fewer than 2^23 merges: `merge_n` keeps `rank << 8 | position` in an i32.
-    few: bool,
 }
 
 /// The key of an empty slot: ids are below 2^31 (`MAX_TOKEN_ID`), so no pair has it.
@@ -58,7 +56,6 @@ impl PairTable {
             bits,
             bytes: Vec::new(),
             bytes_wide: Vec::new(),
-            few: merges.len() < 1 << 23,
         };
         let mut largest = byte_ids.iter().copied().max().unwrap_or(0) as usize;
         for (rank, ((a, b), id)) in merges.enumerate() {
@@ -164,41 +161,113 @@ pub fn merge_short(
     word: &[u8],
     out: &mut Vec<TokenId>,
 ) {
-    // each round scans all `N` entries for the lowest rank (branch-free), so N follows n
+    // each round scans all `N` entries for the lowest rank (branch-free), so N follows n; ranks
+    // in 16 bits when they fit (the narrow table), eight to a SIMD compare
+    let narrow = !pairs.narrow.is_empty();
     match word.len() {
-        _ if !pairs.few => {
-            let tokens: Vec<TokenId> = word.iter().map(|&b| byte_ids[b as usize]).collect();
-            merge_long(pairs, &tokens, out)
+        0..=8 if narrow => merge_n::<8, i16>(pairs, byte_ids, word, out),
+        9..=16 if narrow => merge_n::<16, i16>(pairs, byte_ids, word, out),
+        17..=32 if narrow => merge_n::<32, i16>(pairs, byte_ids, word, out),
+        _ if narrow => merge_n::<SHORT, i16>(pairs, byte_ids, word, out),
+        0..=8 => merge_n::<8, u32>(pairs, byte_ids, word, out),
+        9..=16 => merge_n::<16, u32>(pairs, byte_ids, word, out),
+        17..=32 => merge_n::<32, u32>(pairs, byte_ids, word, out),
+        _ => merge_n::<SHORT, u32>(pairs, byte_ids, word, out),
+    }
+}
+
+/// A merge rank as `merge_n` keeps it: i16 (biased by 2^15) for ranks below 2^16 - 1, else u32.
+trait Rank: Copy + Eq {
+    /// No pair here (or one that never merges); above every rank.
+    const NONE: Self;
+    /// The rank of `merge` (a narrow rank if `Self` is i16), or `NONE`.
+    fn of(merge: Merge) -> Self;
+    /// The lowest of `ranks`, and where it occurs (bit i: at `ranks[i]`).
+    fn lowest<const N: usize>(ranks: &[Self; N]) -> (Self, u64);
+}
+
+impl Rank for u32 {
+    const NONE: Self = u32::MAX;
+
+    #[inline(always)]
+    fn of(merge: Merge) -> Self {
+        rank_of(merge).min(u32::MAX as u64) as u32
+    }
+
+    #[inline(always)]
+    fn lowest<const N: usize>(ranks: &[Self; N]) -> (Self, u64) {
+        let low = ranks.iter().copied().min().unwrap_or(Self::NONE);
+        let at = ranks
+            .iter()
+            .enumerate()
+            .fold(0, |at, (i, &r)| at | ((r == low) as u64) << i);
+        (low, at)
+    }
+}
+
+impl Rank for i16 {
+    const NONE: Self = i16::MAX;
+
+    #[inline(always)]
+    fn of(merge: Merge) -> Self {
+        (rank_of(merge).min(0xffff) as i32 - 0x8000) as i16
+    }
+
+    #[inline(always)]
+    fn lowest<const N: usize>(ranks: &[Self; N]) -> (Self, u64) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE2 is part of the x86-64 baseline; the loads read 8 i16s inside `ranks`
+        // (N is a multiple of 8).
+        unsafe {
+            use std::arch::x86_64::*;
+            let load = |k: usize| _mm_loadu_si128(ranks.as_ptr().add(8 * k).cast());
+            let mut low = load(0);
+            for k in 1..N / 8 {
+                low = _mm_min_epi16(low, load(k));
+            }
+            low = _mm_min_epi16(low, _mm_shuffle_epi32::<0x4e>(low));
+            low = _mm_min_epi16(low, _mm_shuffle_epi32::<0xb1>(low));
+            low = _mm_min_epi16(low, _mm_shufflelo_epi16::<0xb1>(low));
+            let low = _mm_shuffle_epi32::<0>(_mm_shufflelo_epi16::<0>(low));
+            let mut at = 0u64;
+            for k in 0..N / 8 {
+                let eq = _mm_packs_epi16(_mm_cmpeq_epi16(load(k), low), _mm_setzero_si128());
+                at |= ((_mm_movemask_epi8(eq) & 0xff) as u64) << (8 * k);
+            }
+            (_mm_cvtsi128_si32(low) as i16, at)
         }
-        0..=8 => merge_n::<8>(pairs, byte_ids, word, out),
-        9..=16 => merge_n::<16>(pairs, byte_ids, word, out),
-        17..=32 => merge_n::<32>(pairs, byte_ids, word, out),
-        _ => merge_n::<SHORT>(pairs, byte_ids, word, out),
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let low = ranks.iter().copied().min().unwrap_or(Self::NONE);
+            let at = ranks
+                .iter()
+                .enumerate()
+                .fold(0, |at, (i, &r)| at | ((r == low) as u64) << i);
+            (low, at)
+        }
     }
 }
 
 /// The plain loop over a linked list of at most `N` tokens: find the lowest-rank pair, merge all
-/// its occurrences left to right, repeat. `order[i]` is `rank << 8 | i` for the pair that starts
-/// at `i` (`NONE` if it never merges or `i` is merged away), so the lowest rank at its
-/// first position is a plain minimum over all `N` entries, which compiles to a loop without
-/// branches (a loop that kept the best index branched, mispredicted, and was half of the miss
-/// path's time); in i32s (ranks below 2^23), the minimum is SIMD compares. Entries are looked up again only
-/// next to a merge; merged-away tokens stay in place, unlinked: nothing is moved.
-/// An `order` entry of no pair.
-const NONE: i32 = i32::MAX;
-
+/// its occurrences left to right, repeat. `order[i]` is the rank of the pair that starts at `i`
+/// (`NONE` if it never merges or `i` is merged away), so the lowest rank and where it occurs
+/// come from one pass over all `N` entries without branches: SIMD compares of 8 i16 ranks at a
+/// time (SSE2 has no 32-bit minimum: with i32 entries the scan was ~65 instructions a round,
+/// a third of the miss path's). A merge only makes pairs of higher rank, so the places found
+/// at the start of a round are all it merges (less those an overlapping merge took). Entries
+/// are looked up again only next to a merge; merged-away tokens stay in place, unlinked.
 #[inline(always)]
-fn merge_n<const N: usize>(
+fn merge_n<const N: usize, R: Rank>(
     pairs: &PairTable,
     byte_ids: &[TokenId; 256],
     word: &[u8],
     out: &mut Vec<TokenId>,
 ) {
     let n = word.len();
-    debug_assert!((2..=N).contains(&n) && N <= 256);
+    debug_assert!((2..=N).contains(&n) && N <= 64 && N % 8 == 0);
     let mut tok = [0 as TokenId; N];
     let mut merged = [0 as TokenId; N];
-    let mut order = [NONE; N];
+    let mut order = [R::NONE; N];
     // next[i]: the next token after i (n at the end); prev[i]: the one before (N at the start)
     let mut next = [0u8; N];
     let mut prev = [0u8; N];
@@ -207,11 +276,8 @@ fn merge_n<const N: usize>(
         next[i] = (i + 1) as u8;
         prev[i] = i.wrapping_sub(1).min(N) as u8;
     }
-    let set = |order: &mut [i32; N], merged: &mut [TokenId; N], i: usize, m| {
-        order[i] = match m {
-            NO_MERGE => NONE,
-            _ => (rank_of(m) as i32) << 8 | i as i32,
-        };
+    let set = |order: &mut [R; N], merged: &mut [TokenId; N], i: usize, m| {
+        order[i] = R::of(m);
         merged[i] = id_of(m);
     };
     for i in 0..n - 1 {
@@ -223,18 +289,21 @@ fn merge_n<const N: usize>(
         );
     }
     loop {
-        let first = order.iter().copied().min().unwrap_or(NONE);
-        if first == NONE {
+        let (rank, mut at) = R::lowest(&order);
+        if rank == R::NONE {
             break;
         }
-        let rank = first >> 8;
-        let mut p = (first & 0xff) as usize;
-        loop {
+        while at != 0 {
+            let p = at.trailing_zeros() as usize;
+            at &= at - 1;
+            if order[p] != rank {
+                continue; // merged away by the occurrence before it (as in "aaa")
+            }
             // every entry of this rank is an occurrence of that one pair: merge it at p
             let q = next[p] as usize;
             tok[p] = merged[p];
-            order[q] = NONE;
-            order[p] = NONE;
+            order[q] = R::NONE;
+            order[p] = R::NONE;
             let after = next[q] as usize;
             next[p] = after as u8;
             if after < n {
@@ -249,10 +318,6 @@ fn merge_n<const N: usize>(
                     before,
                     pairs.get(tok[before], tok[p]),
                 );
-            }
-            match order[p + 1..n].iter().position(|&o| o >> 8 == rank) {
-                Some(k) => p += 1 + k,
-                None => break,
             }
         }
     }
