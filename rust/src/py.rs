@@ -520,7 +520,7 @@ impl PyEncoder {
         let set = self.set(allowed_special)?;
         if !small {
             let ids = self.encode_vec(py, text, &set)?;
-            return Ok(PyArray1::from_vec(py, ids).into_any());
+            return Ok(array(py, ids).into_any());
         }
         // uint16 straight from each piece's ids, while they are in the CPU's cache: a u32 copy
         // of all ids, then a pass to narrow it, cost ~15% of a long text's time
@@ -542,7 +542,7 @@ impl PyEncoder {
         if let Some(id) = too_large {
             return Err(too_wide(id));
         }
-        Ok(PyArray1::from_vec(py, narrow).into_any())
+        Ok(array(py, narrow).into_any())
     }
 
     /// Ids of each text, on `num_threads` threads. The texts are borrowed, not copied.
@@ -582,7 +582,7 @@ impl PyEncoder {
             offsets.push(total);
         }
         let flat: Vec<TokenId> = py.detach(|| all.concat());
-        Ok((numpy_ids(py, flat, small)?, PyArray1::from_vec(py, offsets)))
+        Ok((numpy_ids(py, flat, small)?, array(py, offsets)))
     }
 
     /// Encodes the longest prefix of `text` whose ids cannot change with more text (all of it if
@@ -632,16 +632,27 @@ fn interruptible<T: Send>(
     watch.finish(py, result)
 }
 
+/// `v` as a numpy array: a copy into numpy's own memory when short, else `v`'s memory
+/// itself. Why: an array over a Rust vector keeps a holder object that Python's cyclic garbage
+/// collector tracks, and a per-document loop keeping its arrays then ran a collection every
+/// ~700 calls (6% of its time, perf); copying a long one would cost more than that.
+fn array<T: numpy::Element>(py: Python<'_>, v: Vec<T>) -> Bound<'_, PyArray1<T>> {
+    match v.len() {
+        0..=65536 => PyArray1::from_slice(py, &v),
+        _ => PyArray1::from_vec(py, v),
+    }
+}
+
 /// Ids as a numpy array: uint16 when `small` (an error if one does not fit), else uint32.
 fn numpy_ids(py: Python<'_>, ids: Vec<TokenId>, small: bool) -> PyResult<Bound<'_, PyAny>> {
     if !small {
-        return Ok(PyArray1::from_vec(py, ids).into_any());
+        return Ok(array(py, ids).into_any());
     }
     if let Some(id) = first_wide(&ids) {
         return Err(too_wide(id));
     }
     let narrow: Vec<u16> = ids.iter().map(|&id| id as u16).collect();
-    Ok(PyArray1::from_vec(py, narrow).into_any())
+    Ok(array(py, narrow).into_any())
 }
 
 /// The first id above uint16's range, if any: an OR of all ids first, which compiles to SIMD,
@@ -782,7 +793,7 @@ fn encode_block<'py>(
     let flat: Vec<TokenId> = py.detach(|| all.concat());
     Ok((
         numpy_ids(py, flat, small)?,
-        PyArray1::from_vec(py, offsets),
+        array(py, offsets),
         consumed,
     ))
 }

@@ -427,6 +427,9 @@ _NO_SPECIALS: list[str] = []
 _EMPTY = frozenset()
 
 
+_NO_ARG = object()
+
+
 def _quick_policy(text, allowed_special, disallowed_special):
     """The special tokens to match for the two common calls on a str (all, or none with
     nothing disallowed), else `_SLOW`: per-document encoding calls this millions of times, and
@@ -439,16 +442,26 @@ def _quick_policy(text, allowed_special, disallowed_special):
     return _SLOW
 
 
-def _utf8(call, texts, *args):
-    """`call(texts, *args)`; if a text has lone surrogates, which UTF-8 cannot encode (the core
-    then refuses it with UnicodeEncodeError), again with every text fixed by `check_text`.
-    Checking every text first cost a UTF-8 copy of each non-ASCII one: ~10% of the time of
-    per-document encoding (perf), as the core makes that copy again."""
+def _utf8(call, texts, allowed, b=_NO_ARG, c=_NO_ARG):
+    """`call(texts, allowed[, b[, c]])`; if a text has lone surrogates, which UTF-8 cannot
+    encode (the core then refuses it with UnicodeEncodeError), again with every text fixed by
+    `check_text`. Checking every text first cost a UTF-8 copy of each non-ASCII one: ~10% of
+    the time of per-document encoding (perf), as the core makes that copy again. Fixed
+    arguments, not `*args`: a call then allocates no tuple, which the cyclic garbage collector
+    would track (per-document loops ran a collection every ~700 calls)."""
     try:
-        return call(texts, *args)
+        return _call(call, texts, allowed, b, c)
     except UnicodeEncodeError:
         fixed = _check_text(texts) if isinstance(texts, str) else [_check_text(t) for t in texts]
-        return call(fixed, *args)
+        return _call(call, fixed, allowed, b, c)
+
+
+def _call(call, texts, allowed, b, c):
+    if b is _NO_ARG:
+        return call(texts, allowed)
+    if c is _NO_ARG:
+        return call(texts, allowed, b)
+    return call(texts, allowed, b, c)
 
 
 def _rebuild(
