@@ -49,8 +49,12 @@ fn count_config(threads: usize) -> CountConfig {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let raw = std::fs::read(&args[1]).unwrap();
-    let text = String::from_utf8(std::fs::read(&args[2]).unwrap()).unwrap();
     let mode = args.get(3).map_or("warm", |s| s.as_str());
+    // count_file reads the file itself
+    let text = match mode {
+        "count_file" => String::new(),
+        _ => String::from_utf8(std::fs::read(&args[2]).unwrap()).unwrap(),
+    };
     let reps: usize = args.get(4).map_or(3, |s| s.parse().unwrap());
     let mut at = 0;
     let vocab = (0..read_u32(&raw, &mut at))
@@ -60,7 +64,10 @@ fn main() {
         .map(|_| (read_bytes(&raw, &mut at), read_bytes(&raw, &mut at)))
         .collect();
     let enc = Encoder::new(vocab, merges, vec![], GPT2_PATTERN).unwrap();
-    let mb = text.len() as f64 / 1e6;
+    let mb = match mode {
+        "count_file" => std::fs::metadata(&args[2]).unwrap().len() as f64 / 1e6,
+        _ => text.len() as f64 / 1e6,
+    };
     match mode {
         "pretok" => {
             let pre = Pretokenizer::new(GPT2_PATTERN).unwrap();
