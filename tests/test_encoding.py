@@ -486,6 +486,19 @@ def test_batch_on_files(cs336_data, gpt2, trained) -> None:
     assert gpt2.encode_batch([]) == []
 
 
+def test_batch_splits_long_texts_without_changing_ids(cs336_data, gpt2) -> None:
+    """Texts past 256 KB are encoded in pieces on the threads: the same ids as one encode."""
+    base = (cs336_data / "corpus.en").read_text(encoding="utf-8")
+    mixed = "\n".join([base, "中文，没有空格。" * 3000, " " * 5000, EOT, "x" * 70_000, base])
+    texts = ["short", mixed * 2, "", base, mixed[::-1]]
+    assert len(mixed) > 1 << 18
+    expected = [gpt2.encode(t) for t in texts]
+    for n in (1, 2):
+        assert gpt2.encode_batch(texts, num_threads=n) == expected
+        ids, offsets = gpt2.encode_batch_to_numpy(texts, num_threads=n)
+        assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+
+
 def test_batch_bad_num_threads(gpt2) -> None:
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="num_threads"):

@@ -66,6 +66,9 @@ pub enum EncodeError {
     Interrupted,
 }
 
+/// `encode_batch` encodes texts longer than this in pieces of about this size.
+const BATCH_PIECE: usize = 1 << 18;
+
 /// Long calls check for interruption (Ctrl-C) after about this many bytes of text.
 pub const CHECK_EVERY: usize = 1 << 20;
 
@@ -345,16 +348,28 @@ impl Encoder {
         size: usize,
         last: bool,
     ) -> Vec<&'t str> {
-        let set = self.resolve(set);
-        let (mut pieces, mut pos) = (Vec::new(), 0);
+        let mut pieces = Vec::new();
+        self.pieces_of(text, self.resolve(set), size, last, |p| pieces.push(p));
+        pieces
+    }
+
+    /// `pieces`, each handed to `f`, with the special tokens resolved.
+    fn pieces_of<'t>(
+        &self,
+        text: &'t str,
+        set: &SpecialSet,
+        size: usize,
+        last: bool,
+        mut f: impl FnMut(&'t str),
+    ) {
+        let mut pos = 0;
         while pos < text.len() {
             let Some(end) = self.next_stop(text, pos, set, size, last) else {
                 break;
             };
-            pieces.push(&text[pos..end]);
+            f(&text[pos..end]);
             pos = end;
         }
-        pieces
     }
 
     /// `n` caches, warm ones first, that take at most `limit` entries.
@@ -467,8 +482,7 @@ impl Encoder {
             .into_iter()
             .map(Mutex::new)
             .collect();
-        let encode_one = |text: &T| {
-            let text = text.as_ref();
+        let encode_one = |text: &str| {
             // One cache per worker thread: the lock is never contended.
             let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
             let mut cache = caches[slot].lock().unwrap_or_else(|p| p.into_inner());
@@ -478,8 +492,9 @@ impl Encoder {
             self.encode_into(text, set, &mut cache, &mut out)?;
             Ok(out)
         };
-        let mut all = Vec::with_capacity(texts.len());
+        let mut all: Vec<Vec<TokenId>> = Vec::with_capacity(texts.len());
         let mut rest = texts;
+        let mut tasks = Vec::new();
         let result = loop {
             if rest.is_empty() {
                 break Ok(all);
@@ -491,10 +506,28 @@ impl Encoder {
             }
             let (group, tail) = rest.split_at(n);
             rest = tail;
+            // Texts longer than `BATCH_PIECE` in pieces (at safe cuts: the same ids): one
+            // long text last in a group left the other threads idle until it was done.
+            tasks.clear();
+            for (i, text) in group.iter().enumerate() {
+                let text = text.as_ref();
+                match text.len() > BATCH_PIECE {
+                    true => self.pieces_of(text, set, BATCH_PIECE, true, |p| tasks.push((i, p))),
+                    false => tasks.push((i, text)),
+                }
+            }
             let done: Result<Vec<_>, _> =
-                pool.install(|| group.par_iter().map(encode_one).collect());
+                pool.install(|| tasks.par_iter().map(|(_, t)| encode_one(t)).collect());
             match done {
-                Ok(ids) => all.extend(ids),
+                Ok(ids) => {
+                    let first = all.len();
+                    for (&(i, _), ids) in tasks.iter().zip(ids) {
+                        match all.get_mut(first + i) {
+                            Some(whole) => whole.extend_from_slice(&ids),
+                            None => all.push(ids),
+                        }
+                    }
+                }
                 Err(e) => break Err(e),
             }
             if !rest.is_empty() && !check() {
