@@ -6,7 +6,6 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use numpy::PyArray1;
-use rayon::prelude::*;
 use pyo3::exceptions::{
     PyKeyError, PyKeyboardInterrupt, PyMemoryError, PyOSError, PyOverflowError, PyRuntimeError,
     PyUnicodeDecodeError, PyValueError,
@@ -15,6 +14,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBytes, PyList};
+use rayon::prelude::*;
 
 use crate::count::{self, CountConfig, CountError, TableError, WordCounts};
 use crate::counts_file::{self, CountsFileError};
@@ -790,14 +790,19 @@ fn flatten<'py>(
     }
     let offsets = array(py, offsets);
     if !small {
-        let flat = py.detach(|| fill(&all, total, num_threads, |id| id)).map_err(encode_err)?;
+        let flat = py
+            .detach(|| fill(&all, total, num_threads, |id| id))
+            .map_err(encode_err)?;
         return Ok((array(py, flat.0).into_any(), offsets));
     }
     let (flat, all_bits) = py
         .detach(|| fill(&all, total, num_threads, |id| id as u16))
         .map_err(encode_err)?;
     if all_bits > 0xffff {
-        let wide = all.iter().find_map(|ids| first_wide(ids)).unwrap_or(all_bits);
+        let wide = all
+            .iter()
+            .find_map(|ids| first_wide(ids))
+            .unwrap_or(all_bits);
         return Err(too_wide(wide));
     }
     Ok((array(py, flat).into_any(), offsets))

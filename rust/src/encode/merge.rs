@@ -264,7 +264,7 @@ fn merge_n<const N: usize, R: Rank>(
     out: &mut Vec<TokenId>,
 ) {
     let n = word.len();
-    debug_assert!((2..=N).contains(&n) && N <= 64 && N % 8 == 0);
+    debug_assert!((2..=N).contains(&n) && N <= 64 && N.is_multiple_of(8));
     let mut tok = [0 as TokenId; N];
     let mut merged = [0 as TokenId; N];
     let mut order = [R::NONE; N];
