@@ -196,13 +196,19 @@ impl Rank for u32 {
 
     #[inline(always)]
     fn lowest<const N: usize>(ranks: &[Self; N]) -> (Self, u64) {
-        let low = ranks.iter().copied().min().unwrap_or(Self::NONE);
-        let at = ranks
-            .iter()
-            .enumerate()
-            .fold(0, |at, (i, &r)| at | ((r == low) as u64) << i);
-        (low, at)
+        lowest_scalar(ranks)
     }
+}
+
+/// `Rank::lowest` one entry at a time.
+#[inline(always)]
+fn lowest_scalar<R: Rank + Ord, const N: usize>(ranks: &[R; N]) -> (R, u64) {
+    let low = ranks.iter().copied().min().unwrap_or(R::NONE);
+    let at = ranks
+        .iter()
+        .enumerate()
+        .fold(0, |at, (i, &r)| at | ((r == low) as u64) << i);
+    (low, at)
 }
 
 impl Rank for i16 {
@@ -237,14 +243,7 @@ impl Rank for i16 {
             (_mm_cvtsi128_si32(low) as i16, at)
         }
         #[cfg(not(target_arch = "x86_64"))]
-        {
-            let low = ranks.iter().copied().min().unwrap_or(Self::NONE);
-            let at = ranks
-                .iter()
-                .enumerate()
-                .fold(0, |at, (i, &r)| at | ((r == low) as u64) << i);
-            (low, at)
-        }
+        lowest_scalar(ranks)
     }
 }
 
