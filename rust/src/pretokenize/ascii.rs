@@ -1,7 +1,8 @@
-//! The GPT-2 scanner's fast path for ASCII text: 64 bytes at a time, the pretoken starts of a
-//! block are found with bit masks (one bit per byte) instead of one character at a time. Most
-//! text in most corpora (English, code, markup) is ASCII; anything else goes to the scalar
-//! scanner, which stays the definition (tests compare the two on every kind of text).
+//! The GPT-2 scanner's fast path: 64 bytes at a time, the pretoken starts of a block are found
+//! with bit masks (one bit per byte) instead of one character at a time. Most text in most
+//! corpora (English, code, markup) is ASCII; a character beyond ASCII gets its class on all its
+//! bytes (`Masks::add_high`), and only whitespace beyond ASCII goes to the scalar scanner, which
+//! stays the definition (tests compare the two on every kind of text).
 //!
 //! Where pretokens start, for ASCII text under `'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+|
 //! ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`, with classes letter, number, whitespace, other:
@@ -17,11 +18,11 @@
 //! fewer than the scalar scanner's 18. SSE2 compares do 16 bytes at once.)
 //!
 //! A start at `k` depends on bytes `k - 1` to `k + 3`, so a block's starts are sure up to
-//! byte 60 when bytes 0..64 are ASCII; the next block begins at the last sure start.
+//! byte 60; the next block begins at the last sure start.
 
 /// Bytes per block.
 const BLOCK: usize = 64;
-/// Starts are sure up to here in a block of ASCII bytes (a start reads up to 3 bytes ahead).
+/// Starts are sure up to here in a block (a start reads up to 3 bytes ahead).
 const SURE: usize = BLOCK - 4;
 
 /// Per-byte masks of a block (bit k for byte k).
@@ -126,10 +127,10 @@ impl Masks {
 }
 
 /// Calls `f` on the pretokens of `b[*i..]` that the block at `*i` decides, advancing `*i` to
-/// the end of the last; false (and `*i` unchanged) when it decides none, because the block is
-/// not ASCII far enough or one pretoken runs past it: the caller then scans one pretoken the
-/// slow way, or, when non-ASCII bytes were the reason, every pretoken that starts before
-/// `*ascii_from`.
+/// the end of the last; false (and `*i` unchanged) when it decides none, because the block
+/// holds whitespace beyond ASCII or one pretoken runs past it: the caller then scans one
+/// pretoken the slow way, or, when such whitespace was the reason, every pretoken that starts
+/// before `*ascii_from`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub fn scan_block(
@@ -150,11 +151,10 @@ pub fn scan_block(
         *ascii_from = base + BLOCK - masks.high.leading_zeros() as usize;
         return false;
     }
-    let sure = SURE;
     let mut starts = masks.starts();
     // contractions: a `'` at a start, then `s t m d` or `ll ve re`, is one pretoken (rare: one
     // byte at a time)
-    let mut quotes = masks.apostrophe & starts & (u64::MAX >> (63 - sure));
+    let mut quotes = masks.apostrophe & starts & (u64::MAX >> (63 - SURE));
     while quotes != 0 {
         let k = quotes.trailing_zeros() as usize;
         quotes &= quotes - 1;
@@ -165,8 +165,8 @@ pub fn scan_block(
         };
         starts = starts & !(1 << (k + 1)) | 1 << (k + len);
     }
-    // starts in 1..=sure: each ends the pretoken before it
-    super::gpt4_ascii::emit_starts(starts & (u64::MAX >> (63 - sure)), i, f)
+    // starts in 1..=SURE: each ends the pretoken before it
+    super::gpt4_ascii::emit_starts(starts & (u64::MAX >> (63 - SURE)), i, f)
 }
 
 /// Other targets scan one character at a time.
