@@ -232,9 +232,7 @@ def throughput(
                 gc.collect()
                 current[tool] = fresh[tool]()
             fn(warm)
-            gc.collect()
-            with Timer() as t:
-                n_tok = fn(ds)
+            n_tok, t = timed(lambda fn=fn, ds=ds: fn(ds))
             print(f"  {tool} {call} x{n_threads}: {t.s:.2f} s", flush=True)
             if i not in best or t.s < best[i][0]:
                 best[i] = (t.s, n_tok, t.others_pct)
