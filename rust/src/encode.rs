@@ -9,14 +9,14 @@
 mod cache;
 mod merge;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
 use crate::train::TokenId;
 use crate::FastMap;
-use cache::{Batch, Cache, BATCH, LONG_WORD};
+use cache::{Batch, Cache, BATCH, LONG_WORD, TAIL_MAX};
 use merge::{PairTable, SHORT};
 
 /// Errors of the encoder.
@@ -94,12 +94,87 @@ pub struct Encoder {
     /// Warm caches kept between calls (`encode_iterable` and batched callers make many): a call
     /// takes one per thread it runs on and gives them back; a call that finds none makes one.
     spare_caches: Mutex<Vec<Cache>>,
+    /// The thread pool of the last call on several threads (see `pool`).
+    pool: Mutex<Option<Arc<rayon::ThreadPool>>>,
 }
 
 /// Special tokens that are matched in a call, with their ids.
 pub struct SpecialSet {
     matcher: Specials,
     ids: Vec<TokenId>,
+}
+
+/// The ids of a batch of texts (`Encoder::encode_batch`): one vector per run of consecutive
+/// pieces of the texts, in order. Why not a vector per text: thousands of allocations a call
+/// (freed on another thread), and a copy of each into the flat array numpy callers want; a run
+/// is one allocation and one copy.
+pub struct BatchIds {
+    /// The ids of each run; all runs one after the other are the ids of all texts in order.
+    pub runs: Vec<Vec<TokenId>>,
+    /// Each piece in order: the index of its text, and its number of ids. A text is one piece
+    /// unless it is longer than `BATCH_PIECE`.
+    pub pieces: Vec<(usize, usize)>,
+    pub n_texts: usize,
+}
+
+impl BatchIds {
+    /// The number of ids of each text.
+    pub fn text_lens(&self) -> Vec<usize> {
+        let mut lens = vec![0; self.n_texts];
+        for &(i, n) in &self.pieces {
+            lens[i] += n;
+        }
+        lens
+    }
+
+    /// The ids of each text, in order (copied only for texts of several pieces).
+    pub fn texts(&self) -> Vec<std::borrow::Cow<'_, [TokenId]>> {
+        let mut texts: Vec<std::borrow::Cow<'_, [TokenId]>> = Vec::with_capacity(self.n_texts);
+        let mut runs = self.runs.iter();
+        let mut run: &[TokenId] = &[];
+        for &(i, n) in &self.pieces {
+            // a piece lies in one run: past the end of this one, its ids start the next
+            while run.len() < n {
+                match runs.next() {
+                    Some(next) => run = next,
+                    None => break,
+                }
+            }
+            let (ids, rest) = run.split_at(n.min(run.len()));
+            run = rest;
+            match texts.get_mut(i) {
+                Some(text) => text.to_mut().extend_from_slice(ids),
+                None => texts.push(ids.into()),
+            }
+        }
+        texts
+    }
+}
+
+/// `tasks` (pieces of about `size` bytes in all) cut into runs of consecutive pieces for
+/// `threads` workers: one run on one thread, else ~4 per thread (rayon balances them).
+fn runs_of<'a, 't>(
+    tasks: &'a [(usize, &'t str)],
+    size: usize,
+    threads: usize,
+) -> Vec<&'a [(usize, &'t str)]> {
+    let target = match threads {
+        1 => usize::MAX,
+        _ => (size / (4 * threads)).max(1 << 16),
+    };
+    let mut runs = Vec::new();
+    let (mut from, mut bytes) = (0, 0);
+    for (k, (_, text)) in tasks.iter().enumerate() {
+        bytes += text.len();
+        if bytes >= target {
+            runs.push(&tasks[from..=k]);
+            (from, bytes) = (k + 1, 0);
+        }
+    }
+    if from < tasks.len() {
+        runs.push(&tasks[from..]);
+    }
+    runs
 }
 
 impl Encoder {
@@ -186,6 +261,7 @@ impl Encoder {
             pairs: PairTable::new(pairs.into_iter(), &byte_ids),
             decoder,
             spare_caches: Mutex::new(Vec::new()),
+            pool: Mutex::new(None),
         })
     }
 
@@ -460,6 +536,21 @@ impl Encoder {
         }
     }
 
+    /// The thread pool of calls on `num_threads` threads: the last one made, kept for the next
+    /// call (a batch call made two new pools, and their new threads new allocator arenas).
+    pub fn pool(&self, num_threads: usize) -> Result<Arc<rayon::ThreadPool>, EncodeError> {
+        let n = crate::worker_count(num_threads);
+        let mut kept = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pool) = kept.as_ref().filter(|p| p.current_num_threads() == n) {
+            return Ok(pool.clone());
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| EncodeError::Threads(e.to_string()))?;
+        Ok(kept.insert(Arc::new(pool)).clone())
+    }
+
     /// Encodes each text, on `num_threads` threads; `check` is called between groups of texts
     /// of about `8 × CHECK_EVERY` bytes (false stops with `Interrupted`).
     pub fn encode_batch<T: AsRef<str> + Sync>(
@@ -468,32 +559,33 @@ impl Encoder {
         set: &Option<SpecialSet>,
         num_threads: usize,
         check: &mut dyn FnMut() -> bool,
-    ) -> Result<Vec<Vec<TokenId>>, EncodeError> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(crate::worker_count(num_threads))
-            .build()
-            .map_err(|e| EncodeError::Threads(e.to_string()))?;
+    ) -> Result<BatchIds, EncodeError> {
+        let pool = self.pool(num_threads)?;
+        let threads = pool.current_num_threads();
         let set = self.resolve(set);
         let caches: Vec<Mutex<Cache>> = self
-            .take_caches(
-                pool.current_num_threads(),
-                cache::entries_per_thread(pool.current_num_threads()),
-            )
+            .take_caches(threads, cache::entries_per_thread(threads))
             .into_iter()
             .map(Mutex::new)
             .collect();
-        let encode_one = |text: &str| {
+        let encode_run = |run: &[(usize, &str)], mut out: Vec<TokenId>| {
             // One cache per worker thread: the lock is never contended.
             let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
             let mut cache = caches[slot].lock().unwrap_or_else(|p| p.into_inner());
-            let mut out = Vec::new();
-            out.try_reserve(text.len() / 3)
-                .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
-            self.encode_into(text, set, &mut cache, &mut out)?;
-            Ok(out)
+            let mut lens = Vec::with_capacity(run.len());
+            for &(_, text) in run {
+                let start = out.len();
+                self.encode_into(text, set, &mut cache, &mut out)?;
+                lens.push(out.len() - start);
+            }
+            Ok((out, lens))
         };
-        let mut all: Vec<Vec<TokenId>> = Vec::with_capacity(texts.len());
-        let mut rest = texts;
+        let mut all = BatchIds {
+            runs: Vec::new(),
+            pieces: Vec::with_capacity(texts.len()),
+            n_texts: texts.len(),
+        };
+        let (mut rest, mut first) = (texts, 0);
         let mut tasks = Vec::new();
         let result = loop {
             if rest.is_empty() {
@@ -512,20 +604,40 @@ impl Encoder {
             for (i, text) in group.iter().enumerate() {
                 let text = text.as_ref();
                 match text.len() > BATCH_PIECE {
-                    true => self.pieces_of(text, set, BATCH_PIECE, true, |p| tasks.push((i, p))),
-                    false => tasks.push((i, text)),
+                    true => {
+                        self.pieces_of(text, set, BATCH_PIECE, true, |p| tasks.push((first + i, p)))
+                    }
+                    false => tasks.push((first + i, text)),
                 }
             }
-            let done: Result<Vec<_>, _> =
-                pool.install(|| tasks.par_iter().map(|(_, t)| encode_one(t)).collect());
+            first += n;
+            let runs = runs_of(&tasks, size, threads);
+            // each run's vector made here, not on the workers: freed by this thread later,
+            // those made on the workers went back to their allocator arenas, which returned
+            // the memory to the system, and the next call's vectors faulted it in again
+            let outs = runs.iter().map(|run| {
+                let bytes: usize = run.iter().map(|(_, t)| t.len()).sum();
+                let mut out = Vec::new();
+                out.try_reserve(bytes / 3)
+                    .map_err(|_| EncodeError::OutOfMemory(bytes))?;
+                Ok(out)
+            });
+            let done = outs
+                .collect::<Result<Vec<_>, EncodeError>>()
+                .and_then(|outs| {
+                    pool.install(|| {
+                        runs.par_iter()
+                            .zip(outs)
+                            .map(|(run, out)| encode_run(run, out))
+                            .collect::<Result<Vec<_>, EncodeError>>()
+                    })
+                });
             match done {
-                Ok(ids) => {
-                    let first = all.len();
-                    for (&(i, _), ids) in tasks.iter().zip(ids) {
-                        match all.get_mut(first + i) {
-                            Some(whole) => whole.extend_from_slice(&ids),
-                            None => all.push(ids),
-                        }
+                Ok(done) => {
+                    for (run, (ids, lens)) in runs.iter().zip(done) {
+                        all.runs.push(ids);
+                        let texts = run.iter().map(|&(i, _)| i);
+                        all.pieces.extend(texts.zip(lens));
                     }
                 }
                 Err(e) => break Err(e),
@@ -566,6 +678,10 @@ impl Encoder {
                     let k = crate::pack_at(b, s, len);
                     (k, crate::mix(k))
                 }
+                len @ 16..=TAIL_MAX => {
+                    let k = cache::tail_key(b, s, len);
+                    (k, crate::mix(k))
+                }
                 _ => (0, 0),
             };
         }
@@ -580,27 +696,29 @@ impl Encoder {
             match e - s {
                 1 => out.push(self.byte_ids[b[s] as usize]),
                 2..=crate::PACKED_MAX if cache.get(key, hash, out) => {}
+                16..=TAIL_MAX if cache.get_tail(key, hash, &b[s..e], out) => {}
                 _ => self.encode_word(&b[s..e], key, cache, out),
             }
         }
     }
 
-    /// BPE of one pretoken not found in the cache of short pretokens, appended to `out`:
-    /// pretokens of 2 to 15 bytes are cached by their packed `key` (`crate::pack_word`), longer
-    /// ones (non-ASCII words, whitespace runs: ~9% of the bytes) by their bytes, up to
-    /// `LONG_WORD` bytes.
+    /// BPE of one pretoken not found in the cache, appended to `out`, and cached: pretokens of 2
+    /// to 15 bytes by their packed `key` (`crate::pack_word`), of 16 to `TAIL_MAX` bytes
+    /// (non-ASCII words, whitespace runs, long identifiers: ~9% of the bytes) by `key`
+    /// (`cache::tail_key`) and their tail, longer ones up to `LONG_WORD` bytes by their bytes.
     #[inline(never)]
     fn encode_word(&self, word: &[u8], key: u128, cache: &mut Cache, out: &mut Vec<TokenId>) {
-        let short = word.len() <= crate::PACKED_MAX;
-        if !short && word.len() <= LONG_WORD && cache.get_long(word, out) {
+        let long = word.len() > TAIL_MAX;
+        if long && word.len() <= LONG_WORD && cache.get_long(word, out) {
             return;
         }
         let start = out.len();
         self.merge_word(word, out);
-        if short {
-            cache.insert(key, &out[start..]);
-        } else if word.len() <= LONG_WORD {
-            cache.insert_long(word, &out[start..]);
+        match word.len() {
+            0..=crate::PACKED_MAX => cache.insert(key, &out[start..]),
+            16..=TAIL_MAX => cache.insert_tail(key, word, &out[start..]),
+            _ if word.len() <= LONG_WORD => cache.insert_long(word, &out[start..]),
+            _ => {}
         }
     }
 
@@ -718,6 +836,28 @@ mod tests {
                 merged(&enc, &word, false),
                 "{word:?}"
             );
+        }
+    }
+
+    #[test]
+    fn batches_give_each_text_its_ids() {
+        let enc = toy();
+        let long = "aaa aaaaa <s>a ".repeat(BATCH_PIECE / 8);
+        let texts = ["", "aaaaa", &long, "", "a<s>", &long, "", "aa aa"];
+        for threads in [1, 2, 3] {
+            let ids = enc
+                .encode_batch(&texts, &None, threads, &mut || true)
+                .unwrap();
+            let got = ids.texts();
+            assert_eq!(got.len(), texts.len());
+            for ((text, got), n) in texts.iter().zip(&got).zip(ids.text_lens()) {
+                let want = enc.encode(text, &None).unwrap();
+                assert_eq!(got.as_ref(), want, "{threads} threads");
+                assert_eq!(n, want.len());
+            }
+            let all: Vec<TokenId> = ids.runs.concat();
+            assert_eq!(all, got.concat());
+            assert!(threads == 1 || ids.runs.len() > 2, "{}", ids.runs.len());
         }
     }
 

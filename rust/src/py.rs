@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use crate::count::{self, CountConfig, CountError, TableError, WordCounts};
 use crate::counts_file::{self, CountsFileError};
-use crate::encode::{EncodeError, Encoder, SpecialSet};
+use crate::encode::{BatchIds, EncodeError, Encoder, SpecialSet};
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials, GPT2_PATTERN};
 use crate::shards::CutFinder;
 use crate::train::{self, TokenId, TrainError};
@@ -557,6 +557,7 @@ impl PyEncoder {
     ) -> PyResult<Bound<'py, PyList>> {
         let all = self.batch(py, &texts, allowed_special, num_threads)?;
         let lists = all
+            .texts()
             .iter()
             .map(|ids| self.to_list(py, ids))
             .collect::<PyResult<Vec<_>>>()?;
@@ -575,7 +576,7 @@ impl PyEncoder {
         small: bool,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>)> {
         let all = self.batch(py, &texts, allowed_special, num_threads)?;
-        flatten(py, all, small, num_threads)
+        flatten(py, &self.inner, all, small, num_threads)
     }
 
     /// Encodes the longest prefix of `text` whose ids cannot change with more text (all of it if
@@ -657,7 +658,7 @@ impl PyEncoder {
         texts: &[PyBackedStr],
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
-    ) -> PyResult<Vec<Vec<TokenId>>> {
+    ) -> PyResult<BatchIds> {
         let set = self.set(allowed_special)?;
         interruptible(py, |check| {
             self.inner.encode_batch(texts, &set, num_threads, check)
@@ -766,40 +767,42 @@ fn encode_block<'py>(
             .inner
             .encode_batch(&pieces, &set, num_threads, check)
     })?;
-    let (ids, offsets) = flatten(py, all, small, num_threads)?;
+    let (ids, offsets) = flatten(py, &encoder.inner, all, small, num_threads)?;
     Ok((ids, offsets, consumed))
 }
 
 /// The ids of every text in one numpy array (uint16 when `small`: an error if one does not
 /// fit) and the offsets where each text's ids start, and the end. Copied (and narrowed) on
-/// `num_threads` threads, each text into its own part of the array: on one thread, this copy
+/// `num_threads` threads, each run into its own part of the array: on one thread, this copy
 /// and the narrowing after it were a sixth of a 2-thread batch's time, the cores half idle.
 #[allow(clippy::type_complexity)]
 fn flatten<'py>(
     py: Python<'py>,
-    all: Vec<Vec<TokenId>>,
+    encoder: &Encoder,
+    all: BatchIds,
     small: bool,
     num_threads: usize,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>)> {
-    let mut offsets = Vec::with_capacity(all.len() + 1);
+    let mut offsets = Vec::with_capacity(all.n_texts + 1);
     offsets.push(0u64);
     let mut total = 0usize;
-    for ids in &all {
-        total += ids.len();
+    for n in all.text_lens() {
+        total += n;
         offsets.push(total as u64);
     }
     let offsets = array(py, offsets);
+    let runs = &all.runs;
     if !small {
         let flat = py
-            .detach(|| fill(&all, total, num_threads, |id| id))
+            .detach(|| fill(encoder, runs, total, num_threads, |id| id))
             .map_err(encode_err)?;
         return Ok((array(py, flat.0).into_any(), offsets));
     }
     let (flat, all_bits) = py
-        .detach(|| fill(&all, total, num_threads, |id| id as u16))
+        .detach(|| fill(encoder, runs, total, num_threads, |id| id as u16))
         .map_err(encode_err)?;
     if all_bits > 0xffff {
-        let wide = all
+        let wide = runs
             .iter()
             .find_map(|ids| first_wide(ids))
             .unwrap_or(all_bits);
@@ -808,10 +811,11 @@ fn flatten<'py>(
     Ok((array(py, flat).into_any(), offsets))
 }
 
-/// `all` concatenated as `narrow` makes each id, on `num_threads` threads; and the OR of every
-/// id (so that the caller sees whether one did not fit).
+/// `runs` concatenated as `narrow` makes each id, on `num_threads` threads (the encoder's
+/// pool); and the OR of every id (so that the caller sees whether one did not fit).
 fn fill<T: Send>(
-    all: &[Vec<TokenId>],
+    encoder: &Encoder,
+    runs: &[Vec<TokenId>],
     total: usize,
     num_threads: usize,
     narrow: impl Fn(TokenId) -> T + Sync,
@@ -819,9 +823,9 @@ fn fill<T: Send>(
     let mut flat: Vec<T> = Vec::new();
     flat.try_reserve_exact(total)
         .map_err(|_| EncodeError::OutOfMemory(total))?;
-    let mut parts = Vec::with_capacity(all.len());
+    let mut parts = Vec::with_capacity(runs.len());
     let mut rest = &mut flat.spare_capacity_mut()[..total];
-    for ids in all {
+    for ids in runs {
         let (part, tail) = std::mem::take(&mut rest).split_at_mut(ids.len());
         parts.push(part);
         rest = tail;
@@ -834,20 +838,17 @@ fn fill<T: Send>(
         }
         bits
     };
-    let bits = match rayon::ThreadPoolBuilder::new()
-        .num_threads(crate::worker_count(num_threads))
-        .build()
-    {
-        Ok(pool) => pool.install(|| {
+    let bits = match runs.len() {
+        0 | 1 => parts.into_iter().zip(runs).map(copy).fold(0, |a, b| a | b),
+        _ => encoder.pool(num_threads)?.install(|| {
             parts
                 .into_par_iter()
-                .zip(all.par_iter())
+                .zip(runs.par_iter())
                 .map(copy)
                 .reduce(|| 0, |a, b| a | b)
         }),
-        Err(_) => parts.into_iter().zip(all).map(copy).fold(0, |a, b| a | b),
     };
-    // SAFETY: the parts cover the first `total` slots exactly (their lengths are the texts' id
+    // SAFETY: the parts cover the first `total` slots exactly (their lengths are the runs' id
     // counts, which sum to `total`), and each was written in full above.
     unsafe { flat.set_len(total) };
     Ok((flat, bits))
