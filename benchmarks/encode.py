@@ -1,6 +1,6 @@
 """Encoding benchmark: bytepair vs tiktoken, gigatoken and HF tokenizers with the GPT-2 vocabulary.
 
-One process, one run after another, each tool warmed once on ~1 MB first. Checks that
+Every throughput row in a process of its own, warmed on ~1 MB first. Checks that
 bytepair's ids equal tiktoken's on every document (exit code 1 if not). A separate child
 measures `encode_iterable` over the whole file (RSS growth, MB/s). No timing asserts.
 
@@ -150,28 +150,13 @@ def _gt_batch(gt, parallel: bool):
     return lambda c: ak.to_list(gt.encode_batch(c, parallel=parallel))
 
 
-def throughput(
-    enc, hf, tok, gt, docs, hf_docs, warm, threads: int, hf_note: str, repeat: int
-) -> list[dict]:
-    """Run-after-run MB/s of every single-call and batch API over the same documents, the best
-    of `repeat` rounds of all rows (so tools take turns: this VM's speed swings by a third
-    within minutes). bytepair and gigatoken keep caches between calls, so each of their rows
-    starts from a new tokenizer (warmed on the same ~1 MB as every row): a row never profits
-    from the rows before it."""
-    current = {"bytepair": tok, "gigatoken": gt}
-    fresh = {"bytepair": lambda: load_bytepair(), "gigatoken": lambda: gigatoken_tokenizer(enc)}
-    tok = _Current(current, "bytepair")
-    gt = _Current(current, "gigatoken")
+def row_runs(enc, hf, tok, gt, docs, hf_docs, threads: int, hf_note: str) -> list[tuple]:
+    """Every single-call and batch row: (tool, call, threads, fn, docs, note), where `fn(docs)`
+    encodes the documents and returns the number of ids."""
 
-    def per_doc(get):
-        """One call per document of `get()`, taken when the row starts (from the row's own
-        tokenizer): the loop then does nothing but the calls, for every tool alike."""
-
-        def run(ds):
-            fn = get()
-            return sum(len(fn(d)) for d in ds)
-
-        return run
+    def per_doc(fn):
+        """One call per document: the loop does nothing but the calls, for every tool alike."""
+        return lambda ds: sum(len(fn(d)) for d in ds)
 
     def batched(fn):
         return lambda ds: sum(sum(map(len, fn(c))) for c in chunks_by_bytes(ds, BATCH_BYTES))
@@ -186,18 +171,16 @@ def throughput(
         return run
 
     T, batch_note, hf_1_note = threads, "8 MB batches", hf_note + "; TOKENIZERS_PARALLELISM=false"
-    tt_1 = per_doc(lambda: enc.encode_ordinary)
     tt_n = batched(lambda c: enc.encode_ordinary_batch(c, num_threads=T))
     runs = [
-        ("tiktoken", "encode_ordinary", 1, tt_1, docs, ""),
+        ("tiktoken", "encode_ordinary", 1, per_doc(enc.encode_ordinary), docs, ""),
         ("tiktoken", "encode_ordinary_batch", T, tt_n, docs, batch_note),
     ]
     if tok:
-        bp_1 = per_doc(lambda: tok.encode_ordinary)
         bp_batch_1 = batched(lambda c: tok.encode_batch(c, num_threads=1))
         bp_batch_n = batched(lambda c: tok.encode_batch(c, num_threads=T))
         runs += [
-            ("bytepair", "encode_ordinary", 1, bp_1, docs, ""),
+            ("bytepair", "encode_ordinary", 1, per_doc(tok.encode_ordinary), docs, ""),
             ("bytepair", "encode_batch", 1, bp_batch_1, docs, batch_note),
             ("bytepair", "encode_batch", T, bp_batch_n, docs, batch_note),
         ]
@@ -206,17 +189,16 @@ def throughput(
             runs.append(("bytepair", "encode_batch_to_numpy", n, bp_np, docs, batch_note))
         # special tokens as plain text (gigatoken has none here), with one constant set: a
         # `set()` made per call cost the loop a garbage collection every ~700 calls
-        bp_np_1 = per_doc(
-            lambda: lambda d, f=tok.encode_to_numpy, none=frozenset(): f(d, allowed_special=none)
-        )
-        runs.append(("bytepair", "encode_to_numpy", 1, bp_np_1, docs, "numpy per doc"))
+        none = frozenset()
+        np_1 = per_doc(lambda d, f=tok.encode_to_numpy: f(d, allowed_special=none))
+        runs.append(("bytepair", "encode_to_numpy", 1, np_1, docs, "numpy per doc"))
     if gt:
         import awkward as ak
 
         gt_n = {n: batched(lambda c, p=n > 1: [ak.flatten(gt.encode_batch(c, parallel=p))])
                 for n in (1, T)}
         runs += [
-            ("gigatoken", "encode", 1, per_doc(lambda: gt.encode), docs, "numpy per doc"),
+            ("gigatoken", "encode", 1, per_doc(gt.encode), docs, "numpy per doc"),
             ("gigatoken", "encode_batch", 1, gt_n[1], docs, batch_note + ", awkward/numpy out"),
             ("gigatoken", "encode_batch", T, gt_n[T], docs, batch_note + ", awkward/numpy out"),
         ]
@@ -224,90 +206,123 @@ def throughput(
         ("HF tokenizers", "encode_batch", T, hf_batch(True), hf_docs, hf_note),
         ("HF tokenizers", "encode_batch", 1, hf_batch(False), hf_docs, hf_1_note),
     ]
+    return runs
+
+
+def throughput(args, runs: list[tuple]) -> list[dict]:
+    """MB/s of every row of `runs`, each timed in a process of its own (`row_worker`), the best
+    of `args.repeat` rounds of all rows (so tools take turns: this VM's speed swings by a third
+    within minutes). Why a process per row: bytepair and gigatoken keep caches, and allocators
+    keep the memory earlier rows freed; in one shared process gigatoken's later rows reused the
+    pages its earlier ones had faulted in (system time 0.3 s -> 0.02 s per 100 MB) while
+    bytepair's tables came new from the kernel in every row. A row starts from nothing."""
     best: dict[int, tuple] = {}
-    for _ in range(repeat):
-        for i, (tool, call, n_threads, fn, ds, _note) in enumerate(runs):
-            if tool in fresh:
-                current[tool] = None
-                gc.collect()
-                current[tool] = fresh[tool]()
-            fn(warm)
-            n_tok, t = timed(lambda fn=fn, ds=ds: fn(ds))
-            print(f"  {tool} {call} x{n_threads}: {t.s:.2f} s", flush=True)
-            if i not in best or t.s < best[i][0]:
-                best[i] = (t.s, n_tok, t.others_pct)
+    for _ in range(args.repeat):
+        for i, (tool, call, n_threads, _fn, _ds, _note) in enumerate(runs):
+            cmd = [sys.executable, os.path.abspath(__file__), "--corpus", args.corpus,
+                   "--mb", str(args.mb), "--hf-mb", str(args.hf_mb),
+                   "--threads", str(args.threads), "--row-worker", str(i)]
+            run = run_child(cmd, thread_env(args.threads), 3600)
+            if run["rc"] != 0 or not run["results"]:
+                err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
+                raise SystemExit(f"row {tool} {call} x{n_threads} failed: {err}")
+            r = run["results"][0]
+            print(f"  {tool} {call} x{n_threads}: {r['secs']:.2f} s", flush=True)
+            if i not in best or r["secs"] < best[i][0]:
+                best[i] = (r["secs"], r["n_tok"], r["others_pct"])
     rows = []
     for i, (tool, call, n_threads, _fn, ds, note) in enumerate(runs):
         secs, n_tok, others = best[i]
-        note = f"{note}, best of {repeat}" if note else f"best of {repeat}"
+        note = f"{note}, best of {args.repeat}" if note else f"best of {args.repeat}"
         rows.append(row(tool, call, n_threads, sum(len(d.encode()) for d in ds), secs, n_tok, note))
         rows[-1]["others_pct"] = others
     return rows
 
 
-class _Current:
-    """Attribute access to whichever tokenizer of a tool `throughput` made last."""
+def row_worker(args) -> None:
+    """Child: row `args.row_worker` of `row_runs`, with new tokenizers, warmed on the same ~1 MB
+    as every row, timed once."""
+    enc, hf, tok = load_tokenizers(args.threads)
+    gt = gigatoken_tokenizer(enc)
+    docs, hf_docs, warm = load_all_docs(args)
+    runs = row_runs(enc, hf, tok, gt, docs, hf_docs, args.threads, hf_note_of(args))
+    fn, ds = runs[args.row_worker][3:5]
+    fn(warm)
+    n_tok, t = timed(lambda: fn(ds))
+    emit(secs=t.s, n_tok=n_tok, others_pct=t.others_pct)
 
-    def __init__(self, current: dict, tool: str):
-        self._current, self._tool = current, tool
 
-    def __getattr__(self, name):
-        return getattr(self._current[self._tool], name)
-
-    def __bool__(self) -> bool:
-        return self._current[self._tool] is not None
+def load_all_docs(args) -> tuple[list[str], list[str], list[str]]:
+    """The documents of the rows, HF's (fewer) and the ~1 MB every row is warmed on."""
+    docs = load_docs(args.corpus, int(args.mb * MB))[0]
+    hf_docs = load_docs(args.corpus, int(args.hf_mb * MB))[0]
+    return docs, hf_docs, load_docs(args.corpus, 1_000_000)[0]
 
 
-def numpy_rows(enc, gt, docs, warm, repeat: int) -> tuple[list[dict], list[str]]:
-    """encode_to_numpy on one big string (EOTs included) vs tiktoken.encode of the same, cold
-    (a new tokenizer) and then warm (the same string again, as gigatoken's caches are after the
-    rows before), and gigatoken's encode of that string (no special tokens there: checked
-    against tiktoken's encode_ordinary); bytepair's and gigatoken's the best of `repeat`."""
-    import numpy as np
+def hf_note_of(args) -> str:
+    return f"first {args.hf_mb:g} MB only (HF is slow)"
 
+
+def string_rows(args, enc, docs, tools) -> tuple[list[dict], list[str]]:
+    """One big string (the documents joined by EOT) per call: tiktoken.encode (EOTs as special
+    tokens), bytepair's encode_to_numpy (the same) and gigatoken's encode (EOTs as text, checked
+    against tiktoken's encode_ordinary); for the last two a new tokenizer (warmed on ~1 MB)
+    encodes the string cold, then again warm, in a process of its own each round
+    (`string_worker`); the best of `args.repeat` rounds. Ids checked by count and checksum."""
     text = EOT.join(docs)
-
-    def faster(a, b):
-        return b if a is None or b[1].s < a[1].s else a
-
-    cold = again_best = None
-    for _ in range(repeat):
-        tok = load_bytepair()  # a new tokenizer: its caches have seen nothing
-        tok.encode_to_numpy(warm[0] + EOT + warm[1])
-        cold = faster(cold, timed(lambda tok=tok: tok.encode_to_numpy(text)))
-        again_best = faster(again_best, timed(lambda tok=tok: tok.encode_to_numpy(text)))
-        del tok
-    (arr, t_np), (again, t_warm) = cold, again_best
+    n = len(text.encode())
     with Timer() as t_tt:
         want = enc.encode(text, allowed_special={EOT})
-    n = len(text.encode())
     tt = row("tiktoken", "encode(str)", 1, n, t_tt.s, len(want), "one string, EOTs included")
-    note = f"one string, dtype {arr.dtype}, best of {repeat}"
-    bp = row("bytepair", "encode_to_numpy(str)", 1, n, t_np.s, len(arr), f"{note}, cold",
-             tt["mb_s"])
-    bp_warm = row("bytepair", "encode_to_numpy(str)", 1, n, t_warm.s, len(again),
-                  f"{note}, warm: the same string again", tt["mb_s"])
-    tt["others_pct"], bp["others_pct"] = t_tt.others_pct, t_np.others_pct
-    bp_warm["others_pct"] = t_warm.others_pct
-    same = len(arr) == len(want) and np.array_equal(arr, np.asarray(want))
-    same = same and np.array_equal(arr, again)
-    rows = [tt, bp, bp_warm]
-    checks = [f"encode_to_numpy ids == tiktoken.encode (cold and warm): {_yes(same)}"]
-    del arr, again, want
-    if gt:
-        gt.encode(warm[0])
-        best = None
-        for _ in range(repeat):
-            best = faster(best, timed(lambda: gt.encode(text)))
-        got, t_gt = best
-        note = "one string, EOTs as text, warm (caches kept from the rows before)"
-        note += f", best of {repeat}"
-        g = row("gigatoken", "encode(str)", 1, n, t_gt.s, len(got), note)
-        g["others_pct"] = t_gt.others_pct
-        same = np.array_equal(got, np.asarray(enc.encode_ordinary(text)))
-        rows.append(g)
-        checks.append(f"gigatoken encode ids == tiktoken.encode_ordinary: {_yes(same)}")
+    tt["others_pct"] = t_tt.others_pct
+    rows, checks = [tt], []
+    for tool in tools:
+        ref = want if tool == "bytepair" else enc.encode_ordinary(text)
+        ref_sum = checksum(ref, 0)
+        best: dict[str, tuple] = {}
+        same = True
+        for _ in range(args.repeat):
+            cmd = [sys.executable, os.path.abspath(__file__), "--corpus", args.corpus,
+                   "--mb", str(args.mb), "--string-worker", tool]
+            run = run_child(cmd, thread_env(1), 3600)
+            if run["rc"] != 0 or not run["results"]:
+                err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
+                raise SystemExit(f"{tool} one-string child failed: {err}")
+            for r in run["results"]:
+                same = same and (r["n_ids"], r["checksum"]) == (len(ref), ref_sum)
+                if r["kind"] not in best or r["secs"] < best[r["kind"]][0]:
+                    best[r["kind"]] = (r["secs"], r["others_pct"], r["dtype"])
+        call = "encode_to_numpy(str)" if tool == "bytepair" else "encode(str)"
+        what = "EOTs included" if tool == "bytepair" else "EOTs as text"
+        for kind, how in (("cold", "a new tokenizer"), ("warm", "the same string again")):
+            secs, others, dtype = best[kind]
+            note = f"one string, {what}, dtype {dtype}, best of {args.repeat}, {kind}: {how}"
+            rows.append(row(tool, call, 1, n, secs, len(ref), note, tt["mb_s"]))
+            rows[-1]["others_pct"] = others
+        ref_name = "encode" if tool == "bytepair" else "encode_ordinary"
+        checks.append(f"{tool} {call} ids == tiktoken.{ref_name} (cold and warm): {_yes(same)}")
     return rows, checks
+
+
+def string_worker(args) -> None:
+    """Child: one tool's cold and warm encode of the big string (see `string_rows`)."""
+    docs, _, warm = load_all_docs(args)
+    text = EOT.join(docs)
+    if args.string_worker == "bytepair":
+        tok = load_bytepair()
+        tok.encode_to_numpy(warm[0] + EOT + warm[1])
+        call = tok.encode_to_numpy
+    else:
+        import tiktoken
+
+        tok = gigatoken_tokenizer(tiktoken.get_encoding("gpt2"))
+        tok.encode(warm[0])
+        call = tok.encode
+    for kind in ("cold", "warm"):
+        ids, t = timed(lambda: call(text))
+        emit(kind=kind, secs=t.s, others_pct=t.others_pct, n_ids=len(ids),
+             checksum=checksum(ids, 0), dtype=str(ids.dtype))
+        del ids
 
 
 def timed(fn) -> tuple:
@@ -430,31 +445,38 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="rounds of every row; the best")
     ap.add_argument("--json", help="write the rows and checks here")
     ap.add_argument("--stream-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--row-worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--string-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.stream_worker:
         stream_worker(args.stream_worker)
         return 0
+    if args.row_worker is not None:
+        row_worker(args)
+        return 0
+    if args.string_worker:
+        string_worker(args)
+        return 0
     print(common.describe_env(), flush=True)
     enc, hf, tok = load_tokenizers(args.threads)
     gt = gigatoken_tokenizer(enc)
-    docs, n_bytes = load_docs(args.corpus, int(args.mb * MB))
-    hf_docs, hf_bytes = load_docs(args.corpus, int(args.hf_mb * MB))
-    warm = load_docs(args.corpus, 1_000_000)[0]
+    docs, hf_docs, _ = load_all_docs(args)
+    mb, hf_mb = (sum(len(d.encode()) for d in ds) / MB for ds in (docs, hf_docs))
     print(
-        f"{os.path.basename(args.corpus)}: first {n_bytes / MB:.1f} MB, {len(docs):,} docs "
-        f"(HF: first {hf_bytes / MB:.1f} MB, {len(hf_docs):,} docs)",
+        f"{os.path.basename(args.corpus)}: first {mb:.1f} MB, {len(docs):,} docs "
+        f"(HF: first {hf_mb:.1f} MB, {len(hf_docs):,} docs)",
         flush=True,
     )
-    hf_note = f"first {args.hf_mb:g} MB only (HF is slow)"
-    rows = throughput(enc, hf, tok, gt, docs, hf_docs, warm, args.threads, hf_note, args.repeat)
+    runs = row_runs(enc, hf, tok, gt, docs, hf_docs, args.threads, hf_note_of(args))
+    rows = throughput(args, runs)
     checks = id_checks(enc, hf, tok, rows, docs, hf_docs, args.threads)
     if gt:
         chunks = chunks_by_bytes(docs, BATCH_BYTES)
         checks.append(verify("gigatoken", _gt_batch(gt, True), enc, chunks, args.threads))
-    if tok:
-        more_rows, more_checks = numpy_rows(enc, gt, docs, warm, args.repeat)
-        rows, checks = rows + more_rows, checks + more_checks
-        gc.collect()
+    tools = [name for name, t in (("bytepair", tok), ("gigatoken", gt)) if t]
+    more_rows, more_checks = string_rows(args, enc, docs, tools)
+    rows, checks = rows + more_rows, checks + more_checks
+    gc.collect()
     if tok and not args.no_stream:
         more_rows, more_checks = stream_rows(
             enc, args.corpus, args.threads, not args.no_stream_check
