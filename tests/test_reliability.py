@@ -6,6 +6,7 @@ one GPT-2 pattern. Each test here failed on the code before the fix it guards.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import random
 import signal
@@ -284,6 +285,28 @@ def test_tokenizer_pickles_and_goes_to_worker_processes() -> None:
     text = "the cat<|x|> <s p> sat"
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         assert pool.starmap(_encode_in_worker, [(tok, text)] * 2) == [tok.encode(text)] * 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_batches_after_fork_do_not_hang() -> None:
+    """A batch call keeps its thread pool for the next; a process forked after it (a data
+    loader's workers) inherits the tokenizer but none of those threads, and must not wait for
+    them."""
+    tok = bytepair.train_from_iterator(["the cat sat on the mat"] * 3, 262)
+    texts = ["the cat sat", "on the mat"] * 50
+    want = tok.encode_batch(texts, num_threads=2)  # makes and keeps a 2-thread pool
+    pid = os.fork()
+    if pid == 0:  # the child: the same tokenizer object, not a pickled copy
+        ok = tok.encode_batch(texts, num_threads=2) == want
+        os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("encode_batch in a forked child hung")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
 
 
 def test_word_counts_pickle_as_one_compact_blob() -> None:

@@ -94,8 +94,8 @@ pub struct Encoder {
     /// Warm caches kept between calls (`encode_iterable` and batched callers make many): a call
     /// takes one per thread it runs on and gives them back; a call that finds none makes one.
     spare_caches: Mutex<Vec<Cache>>,
-    /// The thread pool of the last call on several threads (see `pool`).
-    pool: Mutex<Option<Arc<rayon::ThreadPool>>>,
+    /// The thread pool of the last batch call, and the process that made it (see `pool`).
+    pool: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
 }
 
 /// Special tokens that are matched in a call, with their ids.
@@ -537,18 +537,25 @@ impl Encoder {
     }
 
     /// The thread pool of calls on `num_threads` threads: the last one made, kept for the next
-    /// call (a batch call made two new pools, and their new threads new allocator arenas).
+    /// call (a batch call made two new pools, and their new threads new allocator arenas). Not
+    /// in a process forked since (a data loader's workers): its threads are not there, and a
+    /// call would wait for them forever; that pool is left alone (dropping it would signal them).
     pub fn pool(&self, num_threads: usize) -> Result<Arc<rayon::ThreadPool>, EncodeError> {
         let n = crate::worker_count(num_threads);
+        let pid = std::process::id();
         let mut kept = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(pool) = kept.as_ref().filter(|p| p.current_num_threads() == n) {
-            return Ok(pool.clone());
+        match kept.take() {
+            Some((made_by, pool)) if made_by == pid && pool.current_num_threads() == n => {
+                return Ok(kept.insert((pid, pool)).1.clone());
+            }
+            Some((made_by, pool)) if made_by != pid => std::mem::forget(pool),
+            _ => {}
         }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build()
             .map_err(|e| EncodeError::Threads(e.to_string()))?;
-        Ok(kept.insert(Arc::new(pool)).clone())
+        Ok(kept.insert((pid, Arc::new(pool))).1.clone())
     }
 
     /// Encodes each text, on `num_threads` threads; `check` is called between groups of texts
