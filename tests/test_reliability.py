@@ -102,7 +102,12 @@ def test_ctrl_c_stops_long_calls(tmp_path: Path, call: str) -> None:
         if call == "count_files":
             open(path, "w").write(text(300_000) * 60)  # ~190 MB
         elif call == "train_merges":
-            counts = bytepair.count_texts([text(400_000)])
+            # random 10-letter words, for pairs enough for 150 K merges (~1 s here), called
+            # again and again as the encoders are: one call of 60 K merges of the words above
+            # took ~0.5 s, the signal's delay, and could end before it
+            letters = "abcdefghijklmnopqrstuvwxyz"
+            counts = bytepair.count_texts(
+                [" ".join("".join(random.choices(letters, k=10)) for _ in range(100_000))])
         else:
             tok = bytepair.Tokenizer({{i: bytes([i]) for i in range(256)}}, [])
             big = text(300_000) * 30
@@ -111,7 +116,8 @@ def test_ctrl_c_stops_long_calls(tmp_path: Path, call: str) -> None:
             if call == "count_files":
                 bytepair.count_files(path, num_threads=1)
             elif call == "train_merges":
-                bytepair.train_from_counts(counts, 60_000)
+                for _ in range(20):
+                    bytepair.train_from_counts(counts, 150_000)
             elif call == "encode":
                 for _ in range(20):
                     tok.encode(big)
