@@ -54,11 +54,11 @@ pub fn tail_key(b: &[u8], s: usize, len: usize) -> u128 {
     crate::pack_at(b, s, crate::PACKED_MAX) & !(0xff << 120) | (len as u128) << 120
 }
 
-/// The last 16 bytes of `word` (16 bytes or more) as a u128.
+/// The last 16 bytes of `word` (16 bytes or more), as a u128 whose memory is those bytes.
 #[inline(always)]
 fn last_16(word: &[u8]) -> u128 {
     let at = word.len() - 16;
-    u128::from_le_bytes(word[at..].try_into().unwrap_or_default())
+    u128::from_ne_bytes(word[at..].try_into().unwrap_or_default())
 }
 
 /// The bytes of `word` (16 bytes or more) between its first 15 and its last 16 (if any).
@@ -68,12 +68,12 @@ fn middle(word: &[u8]) -> &[u8] {
     &word[end.min(crate::PACKED_MAX)..end]
 }
 
-/// Up to 4 bytes as a u32, zero-padded.
+/// Up to 4 bytes, zero-padded, as a u32 whose memory is those bytes.
 #[inline(always)]
 fn tail_word(b: &[u8]) -> u32 {
     let mut w = [0u8; 4];
     w[..b.len()].copy_from_slice(b);
-    u32::from_le_bytes(w)
+    u32::from_ne_bytes(w)
 }
 
 /// A cache of pretoken bytes → ids, for pretokens of up to 15 bytes (nearly all), keyed by the
@@ -216,7 +216,7 @@ impl Cache {
         crate::prefetch(slot);
     }
 
-    /// Appends the cached ids of the pretoken `b[s..e]` of 16 to `TAIL_MAX` bytes to `out`:
+    /// Appends the cached ids of the pretoken `word` of 16 to `TAIL_MAX` bytes to `out`:
     /// `key` is its first 15 bytes and its length (`tail_key`), `hash` their `crate::mix`;
     /// false if it is not cached. Such an entry keeps the pretoken's last 16 bytes, then any
     /// bytes between those and the first 15 (in u32s), then its ids, in `ids`. Why: in a hash
@@ -240,8 +240,8 @@ impl Cache {
                 let n = slot.len as usize;
                 let stored = &self.ids[at..at + words + n];
                 // SAFETY: `stored` holds `words` u32s (the last 16 bytes, then the middle ones),
-                // read as bytes (any bytes are a valid u128 and u8); little-endian u32s are
-                // the bytes in order, as `insert_tail` wrote them
+                // read as bytes (any bytes are a valid u128 and u8): `insert_tail` wrote them
+                // as u32s whose memory is the bytes in order
                 let (stored_last, stored_middle) = unsafe {
                     let p = stored.as_ptr();
                     (
@@ -266,8 +266,8 @@ impl Cache {
         }
         self.long_bytes += word.len();
         let start = self.ids.len() as u32;
-        let last = last_16(word);
-        self.ids.extend((0..4).map(|k| (last >> (32 * k)) as u32));
+        self.ids
+            .extend(word[word.len() - 16..].chunks(4).map(tail_word));
         self.ids.extend(middle(word).chunks(4).map(tail_word));
         self.ids.extend_from_slice(ids);
         self.place(Slot {
