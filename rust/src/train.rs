@@ -216,14 +216,6 @@ impl Delta {
             &mut self.right
         }
     }
-
-    fn half_ref(&self, left: bool) -> &Half {
-        if left {
-            &self.left
-        } else {
-            &self.right
-        }
-    }
 }
 
 /// The moves of one side's neighbours, in arrays indexed by the neighbour's id.
@@ -231,8 +223,10 @@ impl Delta {
 struct Half {
     /// The count moved; 0 where untouched.
     sums: Vec<u64>,
-    /// The last word that listed the neighbour (valid where `sums` is not 0).
+    /// The last word that listed the neighbour (valid where `sums` is not 0), and how many
+    /// words did.
     last: Vec<u32>,
+    listed: Vec<u32>,
     /// The neighbours with a nonzero sum, in the order first seen.
     ids: Vec<TokenId>,
     /// (neighbour, word) for every word a new pair appeared in, each once, in word order.
@@ -246,6 +240,7 @@ impl Half {
             let n = n.next_power_of_two();
             self.sums.resize(n, 0);
             self.last.resize(n, 0);
+            self.listed.resize(n, 0);
         }
     }
 
@@ -261,6 +256,7 @@ impl Half {
         }
         self.sums[x] += c;
         self.last[x] = w;
+        self.listed[x] += 1;
         self.words.push((x as TokenId, w));
     }
 
@@ -272,6 +268,7 @@ impl Half {
                 self.ids.push(x);
             }
             self.sums[x as usize] += moved;
+            self.listed[x as usize] += std::mem::take(&mut other.listed[x as usize]);
         }
     }
 }
@@ -428,10 +425,8 @@ struct State {
     pairs: Pairs,
     heap: PairHeap,
     floor: Floor,
-    /// By neighbour id, the words of a new pair being gathered from the threads' deltas, and
-    /// their number.
+    /// By neighbour id, the words of a new pair being gathered from the threads' deltas.
     lists: Vec<WordList>,
-    sizes: Vec<usize>,
 }
 
 impl State {
@@ -451,7 +446,6 @@ impl State {
             heap: PairHeap::from_vec(entries, vocab),
             floor,
             lists: Vec::new(),
-            sizes: Vec::new(),
         }
     }
 
@@ -469,7 +463,6 @@ impl State {
             heap,
             mut floor,
             lists,
-            sizes,
         } = self;
         drop((pairs, heap));
         floor.floor = best / 4;
@@ -477,7 +470,7 @@ impl State {
         #[cfg(test)]
         tests::RECOUNTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut state = State::new(words.pairs(pool)?, floor, vocab);
-        (state.lists, state.sizes) = (lists, sizes);
+        state.lists = lists;
         Ok(state)
     }
 
@@ -519,16 +512,14 @@ impl State {
         for left in [true, false] {
             // Each tracked new pair's list, allocated at its size (growing then shrinking them
             // was a tenth of this step).
-            let Half { sums, words, .. } = all.half(left);
-            let tracked = |x: TokenId| sums[x as usize] >= floor;
-            for ws in std::iter::once(&*words).chain(rest.iter().map(|d| &d.half_ref(left).words)) {
-                for &(x, _) in ws {
-                    self.sizes[x as usize] += usize::from(tracked(x));
+            let Half {
+                sums, ids, listed, ..
+            } = all.half(left);
+            for &x in ids.iter() {
+                let size = std::mem::take(&mut listed[x as usize]) as usize;
+                if sums[x as usize] >= floor {
+                    self.lists[x as usize].reserve_exact(size);
                 }
-            }
-            for &x in &all.half_ref(left).ids {
-                let size = std::mem::take(&mut self.sizes[x as usize]);
-                self.lists[x as usize].reserve_exact(size);
             }
             let Half { sums, words, .. } = all.half(left);
             let tracked = |x: TokenId| sums[x as usize] >= floor;
@@ -688,7 +679,6 @@ fn merge_loop(
         if state.lists.len() < vocab.len() {
             let n = vocab.len().next_power_of_two();
             state.lists.resize_with(n, WordList::new);
-            state.sizes.resize(n, 0);
         }
         let n_jobs = merge_all(
             &mut words.arena,
