@@ -361,7 +361,7 @@ fn merge_all(
 /// that merge can add occurrences), and each merge's count is at most the one before (a new
 /// pair's occurrences sit on the merged pair's). So a pair made with a count below every later
 /// merge's count can never be chosen, and need not be tracked: no table entry, heap entry or
-/// word list. Which pairs those are is a guess (`predicted_floor`); exactness does not rest on
+/// word list. Which pairs those are is a guess (`guess_floor`); exactness does not rest on
 /// it: `untracked` bounds every untracked pair's count, and when the best tracked pair is not
 /// above it, every pair is counted again from the words (`State::recount`).
 struct Floor {
