@@ -18,11 +18,13 @@
 //!   (1.1 M made on the way to 10K, 17 K of them with the last merge's count or more), and each
 //!   tracked one costs a table entry, a heap entry and a word list.
 
+mod floor;
 mod words;
 
 use rayon::prelude::*;
 
 use crate::count::WordCounts;
+use floor::{guess_floor, Floor, Guess};
 use words::{count_at, end_at, regions, runs, PairInfo, Pairs, WordList, Words, UNIT};
 
 /// A token id: bytes are 0-255, merge i is 256 + i.
@@ -355,69 +357,6 @@ fn merge_all(
         });
     }
     n_jobs
-}
-
-/// Which new pairs are tracked. A pair's count only falls after the merge that makes it (only
-/// that merge can add occurrences), and each merge's count is at most the one before (a new
-/// pair's occurrences sit on the merged pair's). So a pair made with a count below every later
-/// merge's count can never be chosen, and need not be tracked: no table entry, heap entry or
-/// word list. Which pairs those are is a guess (`guess_floor`); exactness does not rest on
-/// it: `untracked` bounds every untracked pair's count, and when the best tracked pair is not
-/// above it, every pair is counted again from the words (`State::recount`).
-struct Floor {
-    /// Pairs made with a count below this are not tracked.
-    floor: u64,
-    /// No untracked pair's count is above this (0: every pair is tracked).
-    untracked: u64,
-    /// The count of every merge of this loop so far, for the guess.
-    history: Vec<u64>,
-    /// The merges this loop is asked for.
-    target: usize,
-    /// How many times every pair was counted again (the guess was too high).
-    recounts: u32,
-    guess: Guess,
-}
-
-/// A floor for new pairs from the counts of the merges so far, the merges asked for and the
-/// recounts so far, or None to leave it.
-type Guess = fn(history: &[u64], target: usize, recounts: u32) -> Option<u64>;
-
-impl Floor {
-    fn new(target: usize, guess: Guess) -> Self {
-        Floor {
-            floor: 0,
-            untracked: 0,
-            history: Vec::new(),
-            target,
-            recounts: 0,
-            guess,
-        }
-    }
-
-    /// Notes a merge's count, and raises the floor if the guess says so.
-    fn merged(&mut self, count: u64) {
-        self.history.push(count);
-        if let Some(floor) = (self.guess)(&self.history, self.target, self.recounts) {
-            self.floor = self.floor.max(floor);
-        }
-    }
-}
-
-/// The floor for new pairs, guessed at 1/16, 1/8, 1/4 and 1/2 of the merges: a quarter of the
-/// last merge's predicted count (a sixteenth after a recount, and so on). Merge counts fall
-/// about as a power of the merge's rank (on the large corpus as k^-1.1 past the first hundred
-/// merges, faster further on): the power is fitted over the last eighth of the ranks so far,
-/// which overestimated the last count by 1.4-2.9x there (10K and 32K merges). Too high a guess
-/// costs a recount; too low, speed.
-fn guess_floor(history: &[u64], target: usize, recounts: u32) -> Option<u64> {
-    let m = history.len();
-    if m < 64 || ![16, 8, 4, 2].iter().any(|&d| m == target / d) {
-        return None;
-    }
-    let (now, before) = (history[m - 1] as f64, history[m / 8 - 1] as f64);
-    let power = ((before / now).ln() / 8f64.ln()).clamp(0.0, 4.0);
-    let last = now * (m as f64 / target as f64).powf(power);
-    Some((last / 4f64.powi(recounts as i32 + 1)) as u64)
 }
 
 /// The loop's state besides the words.
