@@ -372,13 +372,7 @@ impl State {
     /// Tracks the pairs of `pairs` counted `floor` times or more (and bounds the others'
     /// counts), with a heap of them.
     fn new(mut pairs: Pairs, mut floor: Floor, vocab: &[Vec<u8>]) -> Self {
-        floor.untracked = 0;
-        pairs.retain(|_, info| {
-            if info.count < floor.floor {
-                floor.untracked = floor.untracked.max(info.count);
-            }
-            info.count >= floor.floor
-        });
+        pairs.retain(|_, info| floor.tracks(info.count));
         let entries = pairs.iter().map(|(&p, info)| (info.count, p)).collect();
         State {
             pairs,
@@ -404,10 +398,7 @@ impl State {
             lists,
         } = self;
         drop((pairs, heap));
-        floor.floor = best / 4;
-        floor.recounts += 1;
-        #[cfg(test)]
-        tests::RECOUNTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        floor.recount(best);
         let mut state = State::new(words.pairs(pool)?, floor, vocab);
         state.lists = lists;
         Ok(state)
@@ -430,8 +421,7 @@ impl State {
 
     /// Adds the new pair `p` with `count` and its words, and its heap entry, if it is tracked.
     fn add_new(&mut self, p: Pair, count: u64, words: WordList, vocab: &[Vec<u8>]) {
-        if count < self.floor.floor {
-            self.floor.untracked = self.floor.untracked.max(count);
+        if !self.floor.tracks(count) {
             return;
         }
         self.heap.push((count, p), vocab);
@@ -639,10 +629,6 @@ fn merge_loop(
 mod tests {
     use super::*;
 
-    /// Recounts done by any test's loop.
-    pub(super) static RECOUNTS: std::sync::atomic::AtomicUsize =
-        std::sync::atomic::AtomicUsize::new(0);
-
     fn counts(words: &[(&str, u64)]) -> WordCounts {
         let mut wc = WordCounts::default();
         for &(w, n) in words {
@@ -784,13 +770,20 @@ mod tests {
         let all = run(|_, _, _| None, 1);
         assert!(all.merges.len() > 1000);
         // Every new pair below the last merge's count goes untracked: recounts all the way.
-        let before = RECOUNTS.load(std::sync::atomic::Ordering::Relaxed);
+        static RECOUNTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         for threads in [1, 3] {
-            let few = run(|history, _, _| history.last().copied(), threads);
+            RECOUNTS.store(0, std::sync::atomic::Ordering::Relaxed);
+            let few = run(
+                |history, _, recounts| {
+                    RECOUNTS.fetch_max(recounts, std::sync::atomic::Ordering::Relaxed);
+                    history.last().copied()
+                },
+                threads,
+            );
             assert_eq!(few.merges, all.merges);
             assert_eq!(few.vocab, all.vocab);
+            assert!(RECOUNTS.load(std::sync::atomic::Ordering::Relaxed) > 10);
         }
-        assert!(RECOUNTS.load(std::sync::atomic::Ordering::Relaxed) > before + 10);
         // The guess of the real loop, at a target it reaches.
         let guessed = run(guess_floor, 1);
         assert_eq!(guessed.merges, all.merges);

@@ -17,7 +17,7 @@ pub(super) struct Floor {
     /// The merges this loop is asked for.
     target: usize,
     /// How many times every pair was counted again (the guess was too high).
-    pub(super) recounts: u32,
+    recounts: u32,
     guess: Guess,
 }
 
@@ -35,6 +35,22 @@ impl Floor {
             recounts: 0,
             guess,
         }
+    }
+
+    /// Whether a pair counted `count` times is tracked; if not, its count is bounded.
+    pub(super) fn tracks(&mut self, count: u64) -> bool {
+        if count < self.floor {
+            self.untracked = self.untracked.max(count);
+        }
+        count >= self.floor
+    }
+
+    /// Starts over before every pair is counted again, because the best tracked pair (`best`
+    /// times) may not be the best: from now on pairs below a quarter of it go untracked.
+    pub(super) fn recount(&mut self, best: u64) {
+        self.floor = best / 4;
+        self.untracked = 0;
+        self.recounts += 1;
     }
 
     /// Notes a merge's count, and raises the floor if the guess says so.
