@@ -403,6 +403,7 @@ def test_lone_surrogates_become_replacement_chars(gpt2, tiktoken_gpt2, text: str
     assert gpt2.decode(ids) == _surrogates_fixed(text)
     assert gpt2.encode_batch([text], num_threads=1) == [ids]
     assert gpt2.encode_to_numpy(text).tolist() == ids
+    assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
 
 
 def test_lone_surrogate_examples(gpt2) -> None:

@@ -206,11 +206,19 @@ class Tokenizer:
         if allowed is _SLOW:
             allowed, disallowed = self._policy(allowed_special, disallowed_special)
             self._refuse(_check_str(text), disallowed)
-        return _utf8(self._core.encode, text, allowed)
+        try:  # inline, not `_utf8`: per-document loops make millions of these calls
+            return self._core.encode(text, allowed)
+        except UnicodeEncodeError:
+            return self._core.encode(_check_text(text), allowed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text` with special-token text encoded as plain text."""
-        return _utf8(self._core.encode, _check_str(text), _NO_SPECIALS)
+        if type(text) is not str:
+            text = _check_str(text)
+        try:
+            return self._core.encode(text, _NO_SPECIALS)
+        except UnicodeEncodeError:
+            return self._core.encode(_check_text(text), _NO_SPECIALS)
 
     def encode_batch(
         self,
@@ -252,7 +260,11 @@ class Tokenizer:
         if allowed is _SLOW:
             allowed, disallowed = self._policy(allowed_special, disallowed_special)
             self._refuse(_check_str(text), disallowed)
-        return _utf8(self._core.encode_to_numpy, text, allowed, self._small_dtype(dtype))
+        small = self._n_vocab <= 1 << 16 if dtype is None else self._small_dtype(dtype)
+        try:
+            return self._core.encode_to_numpy(text, allowed, small)
+        except UnicodeEncodeError:
+            return self._core.encode_to_numpy(_check_text(text), allowed, small)
 
     def encode_batch_to_numpy(
         self,
