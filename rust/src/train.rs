@@ -437,7 +437,6 @@ impl State {
             all.right.absorb(&mut d.right);
             all.run += std::mem::take(&mut d.run);
         }
-        let floor = self.floor.floor;
         for left in [true, false] {
             // Each tracked new pair's list, allocated at its size (growing then shrinking them
             // was a tenth of this step).
@@ -446,12 +445,12 @@ impl State {
             } = all.half(left);
             for &x in ids.iter() {
                 let size = std::mem::take(&mut listed[x as usize]) as usize;
-                if sums[x as usize] >= floor {
+                if self.floor.keeps(sums[x as usize]) {
                     self.lists[x as usize].reserve_exact(size);
                 }
             }
             let Half { sums, words, .. } = all.half(left);
-            let tracked = |x: TokenId| sums[x as usize] >= floor;
+            let tracked = |x: TokenId| self.floor.keeps(sums[x as usize]);
             let others = rest.iter_mut().map(|d| &mut d.half(left).words);
             for ws in std::iter::once(words).chain(others) {
                 for (x, w) in ws.drain(..) {
@@ -481,7 +480,7 @@ impl State {
                 self.take_from((b, a), run);
             }
             let words = deltas.iter_mut().flat_map(|d| d.run_words.drain(..));
-            let words = if run >= floor {
+            let words = if self.floor.keeps(run) {
                 words.collect()
             } else {
                 words.for_each(drop);

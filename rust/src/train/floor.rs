@@ -9,7 +9,7 @@
 /// above it, every pair is counted again from the words (`State::recount`).
 pub(super) struct Floor {
     /// Pairs made with a count below this are not tracked.
-    pub(super) floor: u64,
+    floor: u64,
     /// No untracked pair's count is above this (0: every pair is tracked).
     pub(super) untracked: u64,
     /// The count of every merge of this loop so far, for the guess.
@@ -37,12 +37,17 @@ impl Floor {
         }
     }
 
+    /// Whether a pair counted `count` times is above the floor (see `tracks`).
+    pub(super) fn keeps(&self, count: u64) -> bool {
+        count >= self.floor
+    }
+
     /// Whether a pair counted `count` times is tracked; if not, its count is bounded.
     pub(super) fn tracks(&mut self, count: u64) -> bool {
-        if count < self.floor {
+        if !self.keeps(count) {
             self.untracked = self.untracked.max(count);
         }
-        count >= self.floor
+        self.keeps(count)
     }
 
     /// Starts over before every pair is counted again, because the best tracked pair (`best`
