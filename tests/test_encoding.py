@@ -455,6 +455,10 @@ def test_decode_unknown_ids(gpt2) -> None:
 def test_encode_rejects_non_str(gpt2) -> None:
     with pytest.raises(TypeError, match="str"):
         gpt2.encode(b"bytes")
+    with pytest.raises(TypeError, match="str"):
+        gpt2.encode_ordinary(b"bytes")
+    with pytest.raises(TypeError, match="str"):
+        gpt2.encode_to_numpy(b"bytes")
     with pytest.raises(TypeError):
         gpt2.encode_batch(["ok", 3])
     with pytest.raises(TypeError):
