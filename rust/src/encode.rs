@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
 use crate::train::TokenId;
 use crate::FastMap;
-use cache::{Batch, Cache, BATCH, LONG_WORD, TAIL_MAX};
+use cache::{Batch, Cache, AHEAD, BATCH, LONG_WORD, TAIL_MAX};
 use merge::{PairTable, SHORT};
 
 /// Errors of the encoder.
@@ -58,7 +58,7 @@ pub enum EncodeError {
     /// The ids leave most of their range unused (one huge id would cost a huge table).
     #[error(
         "token ids are too sparse: {n_ids} ids, the largest {max_id}; ids must stay below \
-         4 × their number + 2^20"
+         4 × their number + 2^20, and below 2^32 - 1"
     )]
     SparseIds { n_ids: usize, max_id: u64 },
     /// The caller's check asked to stop (Ctrl-C).
@@ -71,9 +71,6 @@ const BATCH_PIECE: usize = 1 << 18;
 
 /// Long calls check for interruption (Ctrl-C) after about this many bytes of text.
 pub const CHECK_EVERY: usize = 1 << 20;
-
-/// How far ahead of a lookup its slot is asked for (see `encode_batch_of`).
-const AHEAD: usize = 16;
 
 /// Caches kept between calls, at most, and their memory at most.
 const MAX_SPARE_CACHES: usize = 8;
@@ -192,7 +189,8 @@ impl Encoder {
             .chain(specials.iter().map(|(_, id)| *id));
         let max_id = ids.map(|id| id as usize + 1).max().unwrap_or(0);
         let n_ids = vocab.len() + specials.len();
-        if max_id > 4 * n_ids + (1 << 20) {
+        // `cache::NONE` marks unused places in the encoder's cache: no token may have that id
+        if max_id > 4 * n_ids + (1 << 20) || max_id > cache::NONE as usize {
             return Err(EncodeError::SparseIds {
                 n_ids,
                 max_id: max_id as u64 - 1,
@@ -680,39 +678,46 @@ impl Encoder {
         let spans = &batch.spans[..n];
         let keys = &mut batch.keys[..n];
         for (&(s, e), key) in spans.iter().zip(keys.iter_mut()) {
-            *key = match e - s {
-                len @ 2..=crate::PACKED_MAX => {
-                    let k = crate::pack_at(b, s, len);
-                    (k, crate::mix(k))
-                }
-                len @ 16..=TAIL_MAX => {
-                    let k = cache::tail_key(b, s, len);
-                    (k, crate::mix(k))
-                }
-                _ => (0, 0),
-            };
+            let k = cache::key_at(b, s, e - s);
+            *key = (k, crate::mix(k));
         }
         for &(_, hash) in keys.iter().take(AHEAD) {
             cache.prefetch(hash);
         }
-        for (i, &(s, e)) in spans.iter().enumerate() {
-            if let Some(&(_, hash)) = keys.get(i + AHEAD) {
-                cache.prefetch(hash);
+        let mut i = 0;
+        while i < n {
+            i = cache.get_run(keys, i, out);
+            if let Some(&(s, e)) = spans.get(i) {
+                let (key, hash) = keys[i];
+                self.encode_uncommon(&b[s..e], key, hash, cache, out);
+                i += 1;
             }
-            let (key, hash) = keys[i];
-            match e - s {
-                1 => out.push(self.byte_ids[b[s] as usize]),
-                2..=crate::PACKED_MAX if cache.get(key, hash, out) => {}
-                16..=TAIL_MAX if cache.get_tail(key, hash, &b[s..e], out) => {}
-                _ => self.encode_word(&b[s..e], key, cache, out),
-            }
+        }
+    }
+
+    /// A pretoken whose ids are not inline in its first slot: further along the table, spilled,
+    /// of 16+ bytes, or not cached.
+    #[inline(never)]
+    fn encode_uncommon(
+        &self,
+        word: &[u8],
+        key: u128,
+        hash: u64,
+        cache: &mut Cache,
+        out: &mut Vec<TokenId>,
+    ) {
+        match word.len() {
+            1..=crate::PACKED_MAX if cache.get(key, hash, out) => {}
+            16..=TAIL_MAX if cache.get_tail(key, hash, word, out) => {}
+            _ => self.encode_word(word, key, cache, out),
         }
     }
 
     /// BPE of one pretoken not found in the cache, appended to `out`, and cached: pretokens of 2
     /// to 15 bytes by their packed `key` (`crate::pack_word`), of 16 to `TAIL_MAX` bytes
     /// (non-ASCII words, whitespace runs, long identifiers: ~9% of the bytes) by `key`
-    /// (`cache::tail_key`) and their tail, longer ones up to `LONG_WORD` bytes by their bytes.
+    /// and their tail, longer ones up to `LONG_WORD` bytes by their bytes (`key` is
+    /// `cache::key_at`).
     #[inline(never)]
     fn encode_word(&self, word: &[u8], key: u128, cache: &mut Cache, out: &mut Vec<TokenId>) {
         let long = word.len() > TAIL_MAX;
@@ -729,7 +734,7 @@ impl Encoder {
         }
     }
 
-    /// BPE of `word` (2+ bytes), appended to `out`, without the cache.
+    /// BPE of `word` (1+ bytes), appended to `out`, without the cache.
     #[inline(never)]
     fn merge_word(&self, word: &[u8], out: &mut Vec<TokenId>) {
         if word.len() <= SHORT {
@@ -865,6 +870,26 @@ mod tests {
             let all: Vec<TokenId> = ids.runs.concat();
             assert_eq!(all, got.concat());
             assert!(threads == 1 || ids.runs.len() > 2, "{}", ids.runs.len());
+        }
+    }
+
+    #[test]
+    fn cached_ids_equal_merged_ids_cold_and_warm() {
+        // one-byte pretokens, words of 1-4 ids (inline in the cache), of 5+ ids (spilled), of
+        // 16+ bytes (tails) and of 256+ bytes, repeated so that the second pass hits the cache
+        let enc = toy();
+        let words: Vec<String> = [1, 2, 3, 4, 5, 8, 9, 13, 15, 16, 17, 40, 255, 256, 300]
+            .iter()
+            .flat_map(|&n| ["a".repeat(n), format!(" {}", "a".repeat(n)), "!".repeat(n)])
+            .collect();
+        let text = words.join(" ").repeat(3);
+        let mut want = vec![];
+        let pretok = Pretokenizer::new(GPT2_PATTERN).unwrap();
+        pretok
+            .for_each(&text, |w| want.extend(merged(&enc, w.as_bytes(), false)))
+            .unwrap();
+        for pass in 0..3 {
+            assert_eq!(enc.encode(&text, &None).unwrap(), want, "pass {pass}");
         }
     }
 

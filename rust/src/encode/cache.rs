@@ -25,6 +25,9 @@ pub const STREAM_ENTRIES: usize = 1 << 18;
 /// Pretokens split before their cache lookups (see `Encoder::encode_batch_of`).
 pub const BATCH: usize = 256;
 
+/// How far ahead of a lookup its slot is asked for (see `Cache::get_run`).
+pub const AHEAD: usize = 16;
+
 /// Pretokens waiting for their lookups: byte ranges and cache keys.
 pub struct Batch {
     pub spans: [(usize, usize); BATCH],
@@ -47,11 +50,15 @@ impl Default for Batch {
 /// longer ones in a map keyed by their bytes (`get_long`).
 pub const TAIL_MAX: usize = 255;
 
-/// The key of a pretoken of 16 to `TAIL_MAX` bytes that starts at `b[s..]`: its first 15 bytes
-/// and its length (never a short pretoken's key, whose length is at most 15).
+/// The cache key of the pretoken `b[s..s + len]`: its first bytes (up to 15) and its length,
+/// capped at `TAIL_MAX`, in the top byte. Pretokens of up to 15 bytes are told apart by it
+/// alone, longer ones by their tails too (`get_tail`); one formula for all lengths, so the
+/// lookup loop has no branch on the length class (one per pretoken, often mispredicted on code,
+/// where one-byte pretokens sit among longer ones).
 #[inline(always)]
-pub fn tail_key(b: &[u8], s: usize, len: usize) -> u128 {
-    crate::pack_at(b, s, crate::PACKED_MAX) & !(0xff << 120) | (len as u128) << 120
+pub fn key_at(b: &[u8], s: usize, len: usize) -> u128 {
+    crate::pack_at(b, s, len.min(crate::PACKED_MAX)) & !(0xff << 120)
+        | (len.min(TAIL_MAX) as u128) << 120
 }
 
 /// The last 16 bytes of `word` (16 bytes or more), as a u128 whose memory is those bytes.
@@ -77,8 +84,11 @@ fn tail_word(b: &[u8]) -> u32 {
 }
 
 /// A cache of pretoken bytes → ids, for pretokens of up to 15 bytes (nearly all), keyed by the
-/// packed word (`crate::pack_word`): no pointer chase and no byte comparison per lookup.
-/// One open-addressed table of 32-byte slots (two per cache line) with up to 3 ids inline (more
+/// packed word (`key_at`): no pointer chase and no byte comparison per lookup. One-byte
+/// pretokens are looked up too rather than mapped by a table beside it: a branch on the length
+/// before each lookup was mispredicted often (code mixes one-byte pretokens with longer ones;
+/// warm passes 11-15% faster without it).
+/// One open-addressed table of 32-byte slots (two per cache line) with up to 4 ids inline (more
 /// go to `ids`), at most 3/4 full: a lookup is one multiply and, nearly always, one or two
 /// adjacent cache lines. (At most half full, the 775 K distinct pretokens of the benchmark's
 /// 100 MB took a 64 MB table and 128 MB of fresh pages over its doublings; the kernel zeroing
@@ -109,17 +119,82 @@ pub struct Cache {
     pub batch: Option<Box<Batch>>,
 }
 
-/// A slot: a packed word and its ids (`len` 0: empty; `len` > `INLINE`: `ids[0]` is the start
-/// of the ids in `Cache::ids`).
-#[derive(Clone, Copy, Default)]
+/// A slot: a key (`key_at`; 0: empty) and up to `INLINE` ids, the unused ones `NONE`; or, for
+/// more ids and for pretokens of 16+ bytes, `[NONE, start, len, NONE]`: the ids (after the
+/// tail's bytes, see `get_tail`) are at `start` in `Cache::ids`. Why no length field: four ids
+/// then fit beside the key in 32 bytes, and a lookup writes all four and counts the real ones,
+/// with no branch on the count.
+#[derive(Clone, Copy)]
 #[repr(C, align(32))]
 struct Slot {
     key: u128,
-    len: u32,
     ids: [TokenId; INLINE],
 }
 
-const INLINE: usize = 3;
+impl Default for Slot {
+    fn default() -> Self {
+        Slot {
+            key: 0,
+            ids: [NONE; INLINE],
+        }
+    }
+}
+
+impl Slot {
+    /// A slot whose ids are elsewhere: `len` of them at `start` in `Cache::ids`.
+    fn spilled(key: u128, start: usize, len: usize) -> Slot {
+        Slot {
+            key,
+            ids: [NONE, start as TokenId, len as TokenId, NONE],
+        }
+    }
+
+    /// Whether the ids are in the slot itself.
+    #[inline(always)]
+    fn inline(&self) -> bool {
+        self.ids[0] != NONE
+    }
+
+    /// Appends the slot's inline ids to `out`: all `INLINE` ids, then the length, a fixed-size
+    /// copy (a copy of `n` ids was a `memcpy` call per pretoken, 6% of the encoder's
+    /// instructions).
+    #[inline(always)]
+    fn append_inline(&self, out: &mut Vec<TokenId>) {
+        let n = inline_len(&self.ids);
+        out.reserve(INLINE);
+        let len = out.len();
+        // SAFETY: `reserve` made room for `INLINE` ids after `len`; all `INLINE` are written,
+        // and the length covers only the first `n` of them (the used ones come first).
+        unsafe {
+            out.as_mut_ptr()
+                .add(len)
+                .cast::<[TokenId; INLINE]>()
+                .write_unaligned(self.ids);
+            out.set_len(len + n);
+        }
+    }
+}
+
+/// How many of `ids` are not `NONE` (the used ones come first): one SIMD compare, where a sum
+/// of four compares was 9 instructions of a ~20-instruction lookup.
+#[inline(always)]
+fn inline_len(ids: &[TokenId; INLINE]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86-64 baseline; the load reads the 16 bytes of `ids`.
+    unsafe {
+        use std::arch::x86_64::*;
+        let v = _mm_loadu_si128(ids.as_ptr().cast());
+        let unused = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, _mm_set1_epi32(-1))));
+        // the unused ids are the last ones: the count is the lowest set bit (4 if none)
+        (unused | 1 << INLINE).trailing_zeros() as usize
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    ids.iter().take_while(|&&id| id != NONE).count()
+}
+
+const INLINE: usize = 4;
+/// Not an id (`Encoder::new` refuses it): unused inline ids, and the mark of spilled slots.
+pub const NONE: TokenId = TokenId::MAX;
 /// Slots of a new cache (128 KB).
 const FIRST_BITS: u32 = 12;
 
@@ -157,36 +232,59 @@ impl Default for Cache {
 }
 
 impl Cache {
-    /// Appends the cached ids of `key` (whose `crate::mix` is `hash`) to `out`; false if it is
-    /// not cached.
+    /// Appends the ids of the pretokens with `keys[from..]` (key, `crate::mix` hash) to `out`
+    /// while each one's are inline in its first slot, the common case; returns the index of the
+    /// first that is not (`keys.len()` if none), for `get` and the others to decide. Each slot
+    /// is asked for `AHEAD` pretokens before it is read. One branch per pretoken, and the
+    /// output's room made once, so the loop keeps its pointers in registers (with `Vec::push`
+    /// -like writes and `&mut self` calls inside, it reloaded them for every pretoken).
     #[inline(always)]
+    pub fn get_run(&self, keys: &[(u128, u64)], from: usize, out: &mut Vec<TokenId>) -> usize {
+        let shift = 64 - self.bits;
+        let slots = &self.slots[..];
+        out.reserve(INLINE * (keys.len() - from));
+        let (dst, mut len) = (out.as_mut_ptr(), out.len());
+        let mut i = from;
+        while let Some(&(key, hash)) = keys.get(i) {
+            if let Some(&(_, ahead)) = keys.get(i + AHEAD) {
+                self.prefetch(ahead);
+            }
+            let slot = &slots[(hash >> shift) as usize];
+            if slot.key != key || !slot.inline() {
+                break;
+            }
+            // SAFETY: room for `INLINE` ids per pretoken from `from` on was reserved, and each
+            // adds at most `INLINE` to `len`; all `INLINE` ids are written, the length covers
+            // only the used ones (which come first)
+            unsafe {
+                dst.add(len)
+                    .cast::<[TokenId; INLINE]>()
+                    .write_unaligned(slot.ids)
+            };
+            len += inline_len(&slot.ids);
+            i += 1;
+        }
+        // SAFETY: the ids up to `len` were written above (or were there)
+        unsafe { out.set_len(len) };
+        i
+    }
+
+    /// Appends the cached ids of the pretoken of up to 15 bytes with `key` (whose `crate::mix`
+    /// is `hash`) to `out`; false if it is not cached.
+    #[inline(never)]
     pub fn get(&self, key: u128, hash: u64, out: &mut Vec<TokenId>) -> bool {
         let mask = self.slots.len() - 1;
         let mut i = (hash >> (64 - self.bits)) as usize;
         loop {
             let slot = &self.slots[i];
-            if slot.len == 0 {
+            if slot.key == 0 {
                 return false;
             }
             if slot.key == key {
-                let n = slot.len as usize;
-                if n <= INLINE {
-                    // all `INLINE` ids, then the length: a fixed-size copy, where a copy of `n`
-                    // ids was a `memcpy` call per pretoken (6% of the encoder's instructions),
-                    // and `extend_from_slice` + `truncate` 10% of a warm lookup's instructions
-                    out.reserve(INLINE);
-                    let len = out.len();
-                    // SAFETY: `reserve` made room for `INLINE` ids after `len`; all `INLINE`
-                    // are written, and the length covers only the first `n` of them.
-                    unsafe {
-                        out.as_mut_ptr()
-                            .add(len)
-                            .cast::<[TokenId; INLINE]>()
-                            .write_unaligned(slot.ids);
-                        out.set_len(len + n);
-                    }
+                if slot.inline() {
+                    slot.append_inline(out);
                 } else {
-                    let at = slot.ids[0] as usize;
+                    let (at, n) = (slot.ids[1] as usize, slot.ids[2] as usize);
                     out.extend_from_slice(&self.ids[at..at + n]);
                 }
                 return true;
@@ -217,7 +315,7 @@ impl Cache {
     }
 
     /// Appends the cached ids of the pretoken `word` of 16 to `TAIL_MAX` bytes to `out`:
-    /// `key` is its first 15 bytes and its length (`tail_key`), `hash` their `crate::mix`;
+    /// `key` is its first 15 bytes and its length (`key_at`), `hash` its `crate::mix`;
     /// false if it is not cached. Such an entry keeps the pretoken's last 16 bytes, then any
     /// bytes between those and the first 15 (in u32s), then its ids, in `ids`. Why: in a hash
     /// map keyed by the bytes (as longer pretokens still are), a lookup waited for three lines
@@ -232,12 +330,11 @@ impl Cache {
         let words = 4 + middle.len().div_ceil(4);
         loop {
             let slot = &self.slots[i];
-            if slot.len == 0 {
+            if slot.key == 0 {
                 return false;
             }
             if slot.key == key {
-                let at = slot.ids[0] as usize;
-                let n = slot.len as usize;
+                let (at, n) = (slot.ids[1] as usize, slot.ids[2] as usize);
                 let stored = &self.ids[at..at + words + n];
                 // SAFETY: `stored` holds `words` u32s (the last 16 bytes, then the middle ones),
                 // read as bytes (any bytes are a valid u128 and u8): `insert_tail` wrote them
@@ -265,16 +362,12 @@ impl Cache {
             return;
         }
         self.long_bytes += word.len();
-        let start = self.ids.len() as u32;
+        let start = self.ids.len();
         self.ids
             .extend(word[word.len() - 16..].chunks(4).map(tail_word));
         self.ids.extend(middle(word).chunks(4).map(tail_word));
         self.ids.extend_from_slice(ids);
-        self.place(Slot {
-            key,
-            len: ids.len() as u32,
-            ids: [start, 0, 0],
-        });
+        self.place(Slot::spilled(key, start, ids.len()));
         self.used += 1;
     }
 
@@ -293,13 +386,12 @@ impl Cache {
         }
         let mut slot = Slot {
             key,
-            len: ids.len() as u32,
-            ids: [0; INLINE],
+            ..Slot::default()
         };
         match slot.ids.get_mut(..ids.len()) {
             Some(inline) => inline.copy_from_slice(ids),
             None => {
-                slot.ids[0] = self.ids.len() as u32;
+                slot = Slot::spilled(key, self.ids.len(), ids.len());
                 self.ids.extend_from_slice(ids);
             }
         }
@@ -311,7 +403,7 @@ impl Cache {
     fn place(&mut self, slot: Slot) {
         let mask = self.slots.len() - 1;
         let mut i = crate::hot_slot(slot.key, self.bits);
-        while self.slots[i].len != 0 {
+        while self.slots[i].key != 0 {
             i = (i + 1) & mask;
         }
         self.slots[i] = slot;
@@ -325,7 +417,7 @@ impl Cache {
         };
         self.bits += 1;
         let old = std::mem::replace(&mut self.slots, slots);
-        for slot in old.into_iter().filter(|s| s.len != 0) {
+        for slot in old.into_iter().filter(|s| s.key != 0) {
             self.place(slot);
         }
     }
@@ -385,7 +477,7 @@ mod tests {
                 w
             })
             .collect();
-        let key = |w: &[u8]| tail_key(w, 0, w.len());
+        let key = |w: &[u8]| key_at(w, 0, w.len());
         let ids_of = |k: usize| {
             (0..k % 5 + 1)
                 .map(|j| (k * 3 + j) as TokenId)
