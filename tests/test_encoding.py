@@ -533,6 +533,10 @@ def test_numpy_dtypes(gpt2, cs336_data) -> None:
     assert gpt2.encode_to_numpy(f"x{EOT}", allowed_special=set()).tolist() == (
         gpt2.encode_ordinary(f"x{EOT}")
     )
+    # past 1 MiB the ids are narrowed piece by piece, below straight into the array
+    long = (cs336_data / "corpus.en").read_text(encoding="utf-8") * 9
+    assert len(long.encode()) > 1 << 20
+    assert gpt2.encode_to_numpy(long).tolist() == gpt2.encode(long)
 
 
 def test_numpy_large_vocab_is_uint32() -> None:
