@@ -713,11 +713,10 @@ impl Encoder {
         }
     }
 
-    /// BPE of one pretoken not found in the cache, appended to `out`, and cached: pretokens of 2
-    /// to 15 bytes by their packed `key` (`crate::pack_word`), of 16 to `TAIL_MAX` bytes
-    /// (non-ASCII words, whitespace runs, long identifiers: ~9% of the bytes) by `key`
-    /// and their tail, longer ones up to `LONG_WORD` bytes by their bytes (`key` is
-    /// `cache::key_at`).
+    /// BPE of one pretoken not found in the cache, appended to `out`, and cached: pretokens of up
+    /// to 15 bytes by their `key` (`cache::key_at`), of 16 to `TAIL_MAX` bytes (non-ASCII words,
+    /// whitespace runs, long identifiers: ~9% of the bytes) by `key` and their tail, longer ones
+    /// up to `LONG_WORD` bytes by their bytes.
     #[inline(never)]
     fn encode_word(&self, word: &[u8], key: u128, cache: &mut Cache, out: &mut Vec<TokenId>) {
         let long = word.len() > TAIL_MAX;
