@@ -318,8 +318,15 @@ impl Encoder {
     ) -> Result<Vec<TokenId>, EncodeError> {
         let mut out = Vec::new();
         // Fail cleanly (MemoryError) rather than abort when memory is short: the output is
-        // the largest allocation, and is asked for first.
-        out.try_reserve(text.len() / 3 + 16)
+        // the largest allocation, and is asked for first. A document gets room for half an id
+        // a byte and a batch's lookups (`Cache::get_run` asks for 4 ids a pretoken): with a
+        // third, code (0.46 ids a byte) moved every document's ids once to a larger vector. A
+        // long text gets a third: glibc grows large allocations by remapping, not copying.
+        let room = match text.len() <= CHECK_EVERY {
+            true => text.len() / 2 + 4 * cache::BATCH,
+            false => text.len() / 3 + 16,
+        };
+        out.try_reserve(room)
             .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
         self.for_each_piece(text, set, check, limit, |piece, set, cache| {
             self.encode_into(piece, set, cache, &mut out)
@@ -736,11 +743,14 @@ impl Encoder {
     /// BPE of `word` (1+ bytes), appended to `out`, without the cache.
     #[inline(never)]
     fn merge_word(&self, word: &[u8], out: &mut Vec<TokenId>) {
-        if word.len() <= SHORT {
-            merge::merge_short(&self.pairs, &self.byte_ids, word, out);
-        } else {
-            let tokens: Vec<TokenId> = word.iter().map(|&b| self.byte_ids[b as usize]).collect();
-            merge::merge_long(&self.pairs, &tokens, out);
+        match word {
+            &[byte] => out.push(self.byte_ids[byte as usize]),
+            _ if word.len() <= SHORT => merge::merge_short(&self.pairs, &self.byte_ids, word, out),
+            _ => {
+                let tokens: Vec<TokenId> =
+                    word.iter().map(|&b| self.byte_ids[b as usize]).collect();
+                merge::merge_long(&self.pairs, &tokens, out);
+            }
         }
     }
 
