@@ -416,17 +416,38 @@ impl Cache {
         self.slots[i] = slot;
     }
 
+    /// Makes the table as large as `entries` entries (at most `limit`) need, at once: for a
+    /// long text, whose cache would otherwise be built by doublings, each a new table of fresh
+    /// pages for the kernel to zero (twice the final size in all).
+    pub fn expect(&mut self, entries: usize) {
+        let entries = entries.min(self.limit);
+        let mut bits = self.bits;
+        while 4 * entries > 3 << bits {
+            bits += 1;
+        }
+        if bits > self.bits {
+            self.grow_to(bits); // if memory is short, it grows as it fills instead
+        }
+    }
+
     /// Doubles the table; if memory is short, takes no more entries instead.
     fn grow(&mut self) {
-        let Some(slots) = empty_slots(1 << (self.bits + 1)) else {
+        if !self.grow_to(self.bits + 1) {
             self.limit = self.used;
-            return;
+        }
+    }
+
+    /// Makes the table `1 << bits` slots; false if memory is short.
+    fn grow_to(&mut self, bits: u32) -> bool {
+        let Some(slots) = empty_slots(1 << bits) else {
+            return false;
         };
-        self.bits += 1;
+        self.bits = bits;
         let old = std::mem::replace(&mut self.slots, slots);
         for slot in old.into_iter().filter(|s| s.key != 0) {
             self.place(slot);
         }
+        true
     }
 
     /// Appends the cached ids of a long pretoken to `out`; false if it is not cached.
@@ -455,21 +476,39 @@ mod tests {
 
     #[test]
     fn cache_keeps_what_it_was_given_through_growth() {
-        let mut cache = Cache::default();
         let ids_of = |k: u32| (0..k % 6 + 1).map(|j| k * 7 + j).collect::<Vec<_>>();
-        let n: u32 = 3 << FIRST_BITS; // several doublings
-        for k in 0..n {
-            cache.insert(crate::pack_word(&k.to_le_bytes()), &ids_of(k));
+        // several doublings as it fills, or sized once by `expect` part way (entries re-placed)
+        let n: u32 = 3 << FIRST_BITS;
+        for expect_at in [None, Some(n / 5)] {
+            let mut cache = Cache::default();
+            for k in 0..n {
+                if Some(k) == expect_at {
+                    let bits = cache.bits;
+                    cache.expect(n as usize);
+                    assert_eq!(cache.bits, bits + 2);
+                    cache.expect(0); // never shrinks
+                    assert_eq!(cache.bits, bits + 2);
+                }
+                cache.insert(crate::pack_word(&k.to_le_bytes()), &ids_of(k));
+            }
+            for k in 0..n {
+                let mut out = vec![9];
+                let key = crate::pack_word(&k.to_le_bytes());
+                assert!(cache.get(key, crate::mix(key), &mut out), "{k}");
+                assert_eq!(out[1..], ids_of(k), "{k}");
+            }
+            let absent = crate::pack_word(b"absent");
+            assert!(!cache.get(absent, crate::mix(absent), &mut Vec::new()));
+            assert!(4 * cache.used <= 3 * cache.slots.len());
+            assert_eq!(cache.slots.len(), 4 << FIRST_BITS);
         }
-        for k in 0..n {
-            let mut out = vec![9];
-            let key = crate::pack_word(&k.to_le_bytes());
-            assert!(cache.get(key, crate::mix(key), &mut out), "{k}");
-            assert_eq!(out[1..], ids_of(k), "{k}");
-        }
-        let absent = crate::pack_word(b"absent");
-        assert!(!cache.get(absent, crate::mix(absent), &mut Vec::new()));
-        assert!(4 * cache.used <= 3 * cache.slots.len());
+        // `expect` stays within the entry limit
+        let mut cache = Cache {
+            limit: 1000,
+            ..Cache::default()
+        };
+        cache.expect(1 << 30);
+        assert_eq!(cache.slots.len(), 1 << FIRST_BITS);
     }
 
     #[test]
