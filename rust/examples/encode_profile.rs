@@ -1,5 +1,5 @@
 //! Times the encoder's stages on one text, for profiling (perf, callgrind) without Python:
-//!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|docs|docs_warm|count|pretok] [reps]
+//!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|docs|docs_warm|misses|count|pretok] [reps]
 //!   ... VOCAB.bin TEXT count_file THREADS: training's counting of the file, reader and workers
 //! VOCAB.bin: u32 n, then n × (u32 id, u32 len, bytes); u32 m, then m × (u32 len, bytes) × 2.
 use std::time::Instant;
@@ -77,6 +77,35 @@ fn main() {
                 pre.for_each(&text, |w| n += w.len() & 1).unwrap();
                 let s = t.elapsed().as_secs_f64();
                 println!("pretok {:.3} s {:.1} MB/s ({n})", s, mb / s);
+            }
+        }
+        "misses" => {
+            // BPE alone (no cache) of each distinct pretoken of 2-64 bytes, in the order of
+            // their first occurrence: the cold path's merging, timed apart from the rest
+            let pre = Pretokenizer::new(GPT2_PATTERN).unwrap();
+            let mut seen = std::collections::HashSet::new();
+            let mut words: Vec<&[u8]> = Vec::new();
+            pre.for_each(&text, |w| {
+                if (2..=64).contains(&w.len()) && seen.insert(w) {
+                    words.push(w.as_bytes());
+                }
+            })
+            .unwrap();
+            let mut out = Vec::new();
+            for _ in 0..reps {
+                let t = Instant::now();
+                let mut n = 0;
+                for w in &words {
+                    out.clear();
+                    enc.merge_word(w, &mut out);
+                    n += out.len();
+                }
+                let s = t.elapsed().as_secs_f64();
+                let us = s * 1e6 / words.len() as f64;
+                println!(
+                    "misses {s:.3} s {us:.3} us/word, {} words {n} ids",
+                    words.len()
+                );
             }
         }
         "docs" | "docs_warm" => {
