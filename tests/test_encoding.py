@@ -406,6 +406,23 @@ def test_lone_surrogates_become_replacement_chars(gpt2, tiktoken_gpt2, text: str
     assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
 
 
+def test_lone_surrogates_in_batches_read_by_workers(gpt2) -> None:
+    """A batch's strings are read by its worker threads: a lone surrogate in one, short or cut
+    into pieces, is replaced as in `encode`, whichever thread meets it."""
+    long = "héllo wörld 你好 " * 20_000  # over 256 KB: cut into pieces on the calling thread
+    texts = [f"doc {i} ü" for i in range(2_000)]
+    texts[700] = "x\ud800y"
+    texts[1_500] = "tail \udfff" + long
+    texts.insert(1_000, long)
+    for threads in (1, 2):
+        ids, offsets = gpt2.encode_batch_to_numpy(texts, num_threads=threads)
+        lists = gpt2.encode_batch(texts, num_threads=threads)
+        for i in (0, 700, 1_000, 1_501, len(texts) - 1):
+            want = gpt2.encode(texts[i])
+            assert ids[offsets[i] : offsets[i + 1]].tolist() == want == lists[i]
+        assert sum(map(len, lists)) == len(ids)
+
+
 def test_lone_surrogate_examples(gpt2) -> None:
     assert gpt2.decode(gpt2.encode("a\ud800b")) == "a\ufffdb"
     assert gpt2.decode(gpt2.encode("\ud83d\ude43")) == "🙃"

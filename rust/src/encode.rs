@@ -64,6 +64,9 @@ pub enum EncodeError {
     /// The caller's check asked to stop (Ctrl-C).
     #[error("interrupted")]
     Interrupted,
+    /// A text of a batch could not be got (`BatchTexts::get`; the source keeps why).
+    #[error("a text of the batch could not be read")]
+    Unreadable,
 }
 
 /// `encode_batch` encodes texts longer than this in pieces of about this size.
@@ -152,21 +155,53 @@ impl BatchIds {
     }
 }
 
-/// `tasks` (pieces of about `size` bytes in all) cut into runs of consecutive pieces for
-/// `threads` workers: one run on one thread, else ~4 per thread (rayon balances them).
+/// The texts of a batch, for `Encoder::encode_batch`, which asks for them run by run on the
+/// worker that encodes the run. Why not all up front: for Python strings, getting a text's
+/// UTF-8 takes the interpreter lock (and copies each non-ASCII one); done by the calling thread
+/// for the whole batch, it was ~10% of a 2-thread batch of the large corpus, the other core idle.
+pub trait BatchTexts: Sync {
+    /// The number of texts.
+    fn count(&self) -> usize;
+    /// About the length of text `i` in bytes (its length in characters will do).
+    fn size(&self, i: usize) -> usize;
+    /// The texts `range`.
+    fn get(&self, range: std::ops::Range<usize>) -> Result<Vec<&str>, EncodeError>;
+}
+
+impl<T: AsRef<str> + Sync> BatchTexts for [T] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn size(&self, i: usize) -> usize {
+        self[i].as_ref().len()
+    }
+
+    fn get(&self, range: std::ops::Range<usize>) -> Result<Vec<&str>, EncodeError> {
+        Ok(self[range].iter().map(AsRef::as_ref).collect())
+    }
+}
+
+/// A piece of a batch to encode: the index of its text, and the piece when the text was cut
+/// (None: the whole text, got by the worker).
+type Task<'t> = (usize, Option<&'t str>);
+
+/// `tasks` (about `size` bytes in all; `bytes` tells each one's) cut into runs of consecutive
+/// tasks for `threads` workers: one run on one thread, else ~4 per thread (rayon balances them).
 fn runs_of<'a, 't>(
-    tasks: &'a [(usize, &'t str)],
+    tasks: &'a [Task<'t>],
     size: usize,
     threads: usize,
-) -> Vec<&'a [(usize, &'t str)]> {
+    bytes_of: impl Fn(&Task<'t>) -> usize,
+) -> Vec<&'a [Task<'t>]> {
     let target = match threads {
         1 => usize::MAX,
         _ => (size / (4 * threads)).max(1 << 16),
     };
     let mut runs = Vec::new();
     let (mut from, mut bytes) = (0, 0);
-    for (k, (_, text)) in tasks.iter().enumerate() {
-        bytes += text.len();
+    for (k, task) in tasks.iter().enumerate() {
+        bytes += bytes_of(task);
         if bytes >= target {
             runs.push(&tasks[from..=k]);
             (from, bytes) = (k + 1, 0);
@@ -570,9 +605,9 @@ impl Encoder {
 
     /// Encodes each text, on `num_threads` threads; `check` is called between groups of texts
     /// of about `8 × CHECK_EVERY` bytes (false stops with `Interrupted`).
-    pub fn encode_batch<T: AsRef<str> + Sync>(
+    pub fn encode_batch<S: BatchTexts + ?Sized>(
         &self,
-        texts: &[T],
+        texts: &S,
         set: &Option<SpecialSet>,
         num_threads: usize,
         check: &mut dyn FnMut() -> bool,
@@ -585,55 +620,50 @@ impl Encoder {
             .into_iter()
             .map(Mutex::new)
             .collect();
-        let encode_run = |run: &[(usize, &str)], mut out: Vec<TokenId>| {
+        let encode_run = |run: &[Task<'_>], mut out: Vec<TokenId>| {
+            // the run's texts, got on this worker while the others encode
+            let first = run[0].0;
+            let got = texts.get(first..run[run.len() - 1].0 + 1)?;
             // One cache per worker thread: the lock is never contended.
             let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
             let mut cache = caches[slot].lock().unwrap_or_else(|p| p.into_inner());
             let mut lens = Vec::with_capacity(run.len());
-            for &(_, text) in run {
+            for &(i, piece) in run {
                 let start = out.len();
+                let text = piece.unwrap_or(got[i - first]);
                 self.encode_into(text, set, &mut cache, &mut out)?;
                 lens.push(out.len() - start);
             }
             Ok((out, lens))
         };
+        let n_texts = texts.count();
         let mut all = BatchIds {
             runs: Vec::new(),
-            pieces: Vec::with_capacity(texts.len()),
-            n_texts: texts.len(),
+            pieces: Vec::with_capacity(n_texts),
+            n_texts,
         };
-        let (mut rest, mut first) = (texts, 0);
+        let mut first = 0;
         let mut tasks = Vec::new();
         let result = loop {
-            if rest.is_empty() {
+            if first == n_texts {
                 break Ok(all);
             }
-            let (mut n, mut size) = (0, 0);
-            while n < rest.len() && size < 8 * CHECK_EVERY {
-                size += rest[n].as_ref().len();
-                n += 1;
+            let (mut end, mut size) = (first, 0);
+            while end < n_texts && size < 8 * CHECK_EVERY {
+                size += texts.size(end);
+                end += 1;
             }
-            let (group, tail) = rest.split_at(n);
-            rest = tail;
-            // Texts longer than `BATCH_PIECE` in pieces (at safe cuts: the same ids): one
-            // long text last in a group left the other threads idle until it was done.
-            tasks.clear();
-            for (i, text) in group.iter().enumerate() {
-                let text = text.as_ref();
-                match text.len() > BATCH_PIECE {
-                    true => {
-                        self.pieces_of(text, set, BATCH_PIECE, true, |p| tasks.push((first + i, p)))
-                    }
-                    false => tasks.push((first + i, text)),
-                }
+            if let Err(e) = self.tasks_of(texts, first..end, set, &mut tasks) {
+                break Err(e);
             }
-            first += n;
-            let runs = runs_of(&tasks, size, threads);
+            first = end;
+            let bytes_of = |&(i, piece): &Task<'_>| piece.map_or_else(|| texts.size(i), str::len);
+            let runs = runs_of(&tasks, size, threads, bytes_of);
             // each run's vector made here, not on the workers: freed by this thread later,
             // those made on the workers went back to their allocator arenas, which returned
             // the memory to the system, and the next call's vectors faulted it in again
             let outs = runs.iter().map(|run| {
-                let bytes: usize = run.iter().map(|(_, t)| t.len()).sum();
+                let bytes: usize = run.iter().map(bytes_of).sum();
                 let mut out = Vec::new();
                 out.try_reserve(bytes / 3)
                     .map_err(|_| EncodeError::OutOfMemory(bytes))?;
@@ -659,7 +689,7 @@ impl Encoder {
                 }
                 Err(e) => break Err(e),
             }
-            if !rest.is_empty() && !check() {
+            if first < n_texts && !check() {
                 break Err(EncodeError::Interrupted);
             }
         };
@@ -670,6 +700,28 @@ impl Encoder {
                 .collect(),
         );
         result
+    }
+
+    /// The tasks of texts `range` into `tasks` (emptied first). Texts longer than `BATCH_PIECE`
+    /// in pieces (at safe cuts: the same ids): one long text last in a group left the other
+    /// threads idle until it was done.
+    fn tasks_of<'t, S: BatchTexts + ?Sized>(
+        &self,
+        texts: &'t S,
+        range: std::ops::Range<usize>,
+        set: &SpecialSet,
+        tasks: &mut Vec<Task<'t>>,
+    ) -> Result<(), EncodeError> {
+        tasks.clear();
+        for i in range {
+            match texts.size(i) > BATCH_PIECE {
+                true => self.pieces_of(texts.get(i..i + 1)?[0], set, BATCH_PIECE, true, |p| {
+                    tasks.push((i, Some(p)))
+                }),
+                false => tasks.push((i, None)),
+            }
+        }
+        Ok(())
     }
 
     /// Encodes the pretokens of `batch` (byte ranges of `b`) and empties it. Three loops, each
@@ -881,7 +933,7 @@ mod tests {
         let texts = ["", "aaaaa", &long, "", "a<s>", &long, "", "aa aa"];
         for threads in [1, 2, 3] {
             let ids = enc
-                .encode_batch(&texts, &None, threads, &mut || true)
+                .encode_batch(&texts[..], &None, threads, &mut || true)
                 .unwrap();
             let got = ids.texts();
             assert_eq!(got.len(), texts.len());
@@ -894,6 +946,65 @@ mod tests {
             assert_eq!(all, got.concat());
             assert!(threads == 1 || ids.runs.len() > 2, "{}", ids.runs.len());
         }
+    }
+
+    /// Texts got run by run, as Python's are: sizes in characters, and maybe one unreadable.
+    struct Lazy {
+        texts: Vec<String>,
+        bad: Option<usize>,
+        gets: std::sync::atomic::AtomicUsize,
+    }
+
+    impl BatchTexts for Lazy {
+        fn count(&self) -> usize {
+            self.texts.len()
+        }
+
+        fn size(&self, i: usize) -> usize {
+            self.texts[i].chars().count()
+        }
+
+        fn get(&self, range: std::ops::Range<usize>) -> Result<Vec<&str>, EncodeError> {
+            self.gets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            match self.bad {
+                Some(i) if range.contains(&i) => Err(EncodeError::Unreadable),
+                _ => Ok(self.texts[range].iter().map(String::as_str).collect()),
+            }
+        }
+    }
+
+    #[test]
+    fn batch_texts_got_by_runs() {
+        let enc = toy();
+        // 3-byte characters: sizes in characters undercount
+        let wide = "aa \u{4e00}\u{4e01} aaaa ".repeat(BATCH_PIECE / 8);
+        let mut texts: Vec<String> = (0..300).map(|i| format!("aa{i} \u{e9}aaa")).collect();
+        texts.insert(100, wide.clone());
+        texts.insert(200, wide.repeat(3));
+        let want = enc
+            .encode_batch(&texts[..], &None, 1, &mut || true)
+            .unwrap();
+        let lazy = Lazy {
+            texts,
+            bad: None,
+            gets: 0.into(),
+        };
+        for threads in [1, 2, 3] {
+            let got = enc
+                .encode_batch(&lazy, &None, threads, &mut || true)
+                .unwrap();
+            assert_eq!(got.texts(), want.texts(), "{threads} threads");
+        }
+        assert!(lazy.gets.load(std::sync::atomic::Ordering::Relaxed) > 3);
+        let bad = Lazy {
+            bad: Some(150),
+            ..lazy
+        };
+        enc.drop_caches();
+        let err = enc.encode_batch(&bad, &None, 2, &mut || true).err();
+        assert!(matches!(err, Some(EncodeError::Unreadable)), "{err:?}");
+        // the workers' caches were given back
+        assert_eq!(enc.spare_caches.lock().unwrap().len(), 2);
     }
 
     #[test]

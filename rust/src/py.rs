@@ -1,5 +1,6 @@
 //! Every Python binding of the core: coarse calls (a file, a batch, a whole table), inputs
-//! extracted before the GIL is released, no Python object touched while it is released.
+//! extracted before the GIL is released, no Python object touched while it is released (but
+//! for a batch's strings, read by each worker with the GIL: `PyTexts`).
 
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
@@ -12,13 +13,13 @@ use pyo3::exceptions::{
 };
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
-use pyo3::types::{PyBytes, PyList};
+use pyo3::pybacked::PyBackedBytes;
+use pyo3::types::{PyBytes, PyList, PyString};
 use rayon::prelude::*;
 
 use crate::count::{self, CountConfig, CountError, TableError, WordCounts};
 use crate::counts_file::{self, CountsFileError};
-use crate::encode::{BatchIds, EncodeError, Encoder, SpecialSet};
+use crate::encode::{BatchIds, BatchTexts, EncodeError, Encoder, SpecialSet};
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials, GPT2_PATTERN};
 use crate::shards::CutFinder;
 use crate::train::{self, TokenId, TrainError};
@@ -564,16 +565,17 @@ impl PyEncoder {
         Ok(array(py, narrow).into_any())
     }
 
-    /// Ids of each text, on `num_threads` threads. The texts are borrowed, not copied.
+    /// Ids of each text, on `num_threads` threads. The texts are borrowed, not copied (but see
+    /// `PyTexts`).
     #[pyo3(signature = (texts, allowed_special=None, num_threads=1))]
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<PyBackedStr>,
+        texts: Vec<Py<PyString>>,
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
     ) -> PyResult<Bound<'py, PyList>> {
-        let all = self.batch(py, &texts, allowed_special, num_threads)?;
+        let all = self.batch(py, texts, allowed_special, num_threads)?;
         let lists = all
             .texts()
             .iter()
@@ -588,12 +590,12 @@ impl PyEncoder {
     fn encode_batch_to_numpy<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<PyBackedStr>,
+        texts: Vec<Py<PyString>>,
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
         small: bool,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>)> {
-        let all = self.batch(py, &texts, allowed_special, num_threads)?;
+        let all = self.batch(py, texts, allowed_special, num_threads)?;
         flatten(py, &self.inner, all, small, num_threads)
     }
 
@@ -673,14 +675,19 @@ impl PyEncoder {
     fn batch(
         &self,
         py: Python<'_>,
-        texts: &[PyBackedStr],
+        texts: Vec<Py<PyString>>,
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
     ) -> PyResult<BatchIds> {
         let set = self.set(allowed_special)?;
-        interruptible(py, |check| {
-            self.inner.encode_batch(texts, &set, num_threads, check)
-        })
+        let texts = PyTexts::new(py, texts)?;
+        let result = interruptible(py, |check| {
+            self.inner.encode_batch(&texts, &set, num_threads, check)
+        });
+        match texts.error.into_inner() {
+            Ok(Some(e)) => Err(e),
+            _ => result,
+        }
     }
 
     /// `ids` as a Python list of ints, from the cached ints.
@@ -724,6 +731,69 @@ impl PyEncoder {
         self.inner
             .special_set(allowed.as_deref())
             .map_err(encode_err)
+    }
+}
+
+/// The strings of a batch, each one's UTF-8 got by the worker thread that encodes it, under
+/// the GIL (`BatchTexts`): CPython makes (and keeps in the string) a UTF-8 copy of a non-ASCII
+/// string, and made up front for the whole batch on the calling thread, those copies left the
+/// other cores idle. Holds a reference to each string: what `get` returns lives as long.
+struct PyTexts {
+    strings: Vec<Py<PyString>>,
+    /// Each string's length in characters.
+    sizes: Vec<usize>,
+    /// Why a string had no UTF-8 (a lone surrogate: UnicodeEncodeError), for the caller.
+    error: Mutex<Option<PyErr>>,
+}
+
+impl PyTexts {
+    fn new(py: Python<'_>, strings: Vec<Py<PyString>>) -> PyResult<Self> {
+        let sizes = strings
+            .iter()
+            .map(|s| s.bind(py).len())
+            .collect::<PyResult<_>>()?;
+        Ok(PyTexts {
+            strings,
+            sizes,
+            error: Mutex::new(None),
+        })
+    }
+}
+
+impl BatchTexts for PyTexts {
+    fn count(&self) -> usize {
+        self.strings.len()
+    }
+
+    fn size(&self, i: usize) -> usize {
+        self.sizes[i]
+    }
+
+    fn get(&self, range: std::ops::Range<usize>) -> Result<Vec<&str>, EncodeError> {
+        Python::attach(|py| {
+            self.strings[range]
+                .iter()
+                .map(|s| {
+                    let mut n: ffi::Py_ssize_t = 0;
+                    // SAFETY: `s` is a str (its type checked when extracted) and alive while
+                    // `self` holds it; the GIL is held.
+                    let p = unsafe { ffi::PyUnicode_AsUTF8AndSize(s.as_ptr(), &mut n) };
+                    if p.is_null() {
+                        let e = PyErr::fetch(py);
+                        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        return Err(EncodeError::Unreadable);
+                    }
+                    // SAFETY: CPython's UTF-8 of a str: `n` valid UTF-8 bytes at `p`, kept in
+                    // the string unchanged until it is freed, so alive as long as `self`.
+                    Ok(unsafe {
+                        std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                            p.cast(),
+                            n as usize,
+                        ))
+                    })
+                })
+                .collect()
+        })
     }
 }
 
@@ -783,7 +853,7 @@ fn encode_block<'py>(
     let all = interruptible(py, |check| {
         encoder
             .inner
-            .encode_batch(&pieces, &set, num_threads, check)
+            .encode_batch(pieces.as_slice(), &set, num_threads, check)
     })?;
     let (ids, offsets) = flatten(py, &encoder.inner, all, small, num_threads)?;
     Ok((ids, offsets, consumed))
