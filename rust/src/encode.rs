@@ -661,11 +661,14 @@ impl Encoder {
             let runs = runs_of(&tasks, size, threads, bytes_of);
             // each run's vector made here, not on the workers: freed by this thread later,
             // those made on the workers went back to their allocator arenas, which returned
-            // the memory to the system, and the next call's vectors faulted it in again
+            // the memory to the system, and the next call's vectors faulted it in again. Room
+            // for half an id a byte, as a document gets (`encode_limited`): with a third, every
+            // run's ids were copied once to a vector twice as large (perf: the first page
+            // faults of 8 MB batches were mostly that copy's)
             let outs = runs.iter().map(|run| {
                 let bytes: usize = run.iter().map(bytes_of).sum();
                 let mut out = Vec::new();
-                out.try_reserve(bytes / 3)
+                out.try_reserve(bytes / 2 + 4 * cache::BATCH)
                     .map_err(|_| EncodeError::OutOfMemory(bytes))?;
                 Ok(out)
             });
