@@ -112,16 +112,22 @@ pub struct SpecialSet {
 /// pieces of the texts, in order. Why not a vector per text: thousands of allocations a call
 /// (freed on another thread), and a copy of each into the flat array numpy callers want; a run
 /// is one allocation and one copy.
-pub struct BatchIds {
+pub struct BatchIds<T = ()> {
     /// The ids of each run; all runs one after the other are the ids of all texts in order.
     pub runs: Vec<Vec<TokenId>>,
+    /// What the caller's `finish` made of each run (`Encoder::encode_batch_with`), in order.
+    pub finished: Vec<T>,
     /// Each piece in order: the index of its text, and its number of ids. A text is one piece
     /// unless it is longer than `BATCH_PIECE`.
     pub pieces: Vec<(usize, usize)>,
     pub n_texts: usize,
 }
 
-impl BatchIds {
+/// A piece of a run, as `Encoder::encode_batch_with`'s `finish` sees it: the index of its text,
+/// its number of ids, and whether it is the whole text.
+pub type RunPiece = (usize, usize, bool);
+
+impl<T> BatchIds<T> {
     /// The number of ids of each text.
     pub fn text_lens(&self) -> Vec<usize> {
         let mut lens = vec![0; self.n_texts];
@@ -612,6 +618,20 @@ impl Encoder {
         num_threads: usize,
         check: &mut dyn FnMut() -> bool,
     ) -> Result<BatchIds, EncodeError> {
+        self.encode_batch_with(texts, set, num_threads, check, &|_, _| ())
+    }
+
+    /// `encode_batch`, with `finish` called on each run's ids and pieces by the worker that
+    /// encoded it, while the others encode on (for Python: the lists of the run's texts, which
+    /// made on the calling thread after the batch were a third of a 2-thread batch's time).
+    pub fn encode_batch_with<S: BatchTexts + ?Sized, T: Send>(
+        &self,
+        texts: &S,
+        set: &Option<SpecialSet>,
+        num_threads: usize,
+        check: &mut dyn FnMut() -> bool,
+        finish: &(dyn Fn(&[TokenId], &[RunPiece]) -> T + Sync),
+    ) -> Result<BatchIds<T>, EncodeError> {
         let pool = self.pool(num_threads)?;
         let threads = pool.current_num_threads();
         let set = self.resolve(set);
@@ -627,18 +647,21 @@ impl Encoder {
             // One cache per worker thread: the lock is never contended.
             let slot = rayon::current_thread_index().unwrap_or(0) % caches.len();
             let mut cache = caches[slot].lock().unwrap_or_else(|p| p.into_inner());
-            let mut lens = Vec::with_capacity(run.len());
+            let mut pieces = Vec::with_capacity(run.len());
             for &(i, piece) in run {
                 let start = out.len();
                 let text = piece.unwrap_or(got[i - first]);
                 self.encode_into(text, set, &mut cache, &mut out)?;
-                lens.push(out.len() - start);
+                pieces.push((i, out.len() - start, piece.is_none()));
             }
-            Ok((out, lens))
+            drop(cache);
+            let made = finish(&out, &pieces);
+            Ok((out, pieces, made))
         };
         let n_texts = texts.count();
         let mut all = BatchIds {
             runs: Vec::new(),
+            finished: Vec::new(),
             pieces: Vec::with_capacity(n_texts),
             n_texts,
         };
@@ -684,10 +707,10 @@ impl Encoder {
                 });
             match done {
                 Ok(done) => {
-                    for (run, (ids, lens)) in runs.iter().zip(done) {
+                    for (ids, pieces, made) in done {
                         all.runs.push(ids);
-                        let texts = run.iter().map(|&(i, _)| i);
-                        all.pieces.extend(texts.zip(lens));
+                        all.finished.push(made);
+                        all.pieces.extend(pieces.iter().map(|&(i, n, _)| (i, n)));
                     }
                 }
                 Err(e) => break Err(e),
@@ -948,6 +971,32 @@ mod tests {
             let all: Vec<TokenId> = ids.runs.concat();
             assert_eq!(all, got.concat());
             assert!(threads == 1 || ids.runs.len() > 2, "{}", ids.runs.len());
+        }
+    }
+
+    #[test]
+    fn finish_sees_each_run_and_its_pieces() {
+        let enc = toy();
+        let long = "aaa aaaaa <s>a ".repeat(BATCH_PIECE / 8);
+        let mut texts: Vec<String> = (0..500).map(|i| format!("aa{i} a")).collect();
+        texts[100] = long.clone();
+        texts[400] = long;
+        for threads in [1, 2, 3] {
+            let finish = |ids: &[TokenId], pieces: &[RunPiece]| (ids.to_vec(), pieces.to_vec());
+            let all = enc
+                .encode_batch_with(&texts[..], &None, threads, &mut || true, &finish)
+                .unwrap();
+            let mut seen = Vec::new();
+            for ((ids, pieces), run) in all.finished.iter().zip(&all.runs) {
+                assert_eq!(ids, run);
+                assert_eq!(pieces.iter().map(|p| p.1).sum::<usize>(), run.len());
+                seen.extend(pieces.iter().copied());
+            }
+            let pieces: Vec<(usize, usize)> = seen.iter().map(|&(i, n, _)| (i, n)).collect();
+            assert_eq!(pieces, all.pieces, "{threads} threads");
+            for &(i, _, whole) in &seen {
+                assert_eq!(whole, texts[i].len() <= BATCH_PIECE, "text {i}");
+            }
         }
     }
 

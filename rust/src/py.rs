@@ -19,7 +19,7 @@ use rayon::prelude::*;
 
 use crate::count::{self, CountConfig, CountError, TableError, WordCounts};
 use crate::counts_file::{self, CountsFileError};
-use crate::encode::{BatchIds, BatchTexts, EncodeError, Encoder, SpecialSet};
+use crate::encode::{BatchIds, BatchTexts, EncodeError, Encoder, RunPiece, SpecialSet};
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials, GPT2_PATTERN};
 use crate::shards::CutFinder;
 use crate::train::{self, TokenId, TrainError};
@@ -566,7 +566,8 @@ impl PyEncoder {
     }
 
     /// Ids of each text, on `num_threads` threads. The texts are borrowed, not copied (but see
-    /// `PyTexts`).
+    /// `PyTexts`). Each run's lists are made by the worker that encoded it, with the GIL, while
+    /// the others encode on; those of texts cut into pieces, after the batch.
     #[pyo3(signature = (texts, allowed_special=None, num_threads=1))]
     fn encode_batch<'py>(
         &self,
@@ -575,11 +576,39 @@ impl PyEncoder {
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
     ) -> PyResult<Bound<'py, PyList>> {
-        let all = self.batch(py, texts, allowed_special, num_threads)?;
-        let lists = all
-            .texts()
-            .iter()
-            .map(|ids| self.to_list(py, ids))
+        let finish = |ids: &[TokenId], pieces: &[RunPiece]| {
+            Python::attach(|py| {
+                let mut at = 0;
+                pieces
+                    .iter()
+                    .map(|&(_, n, whole)| {
+                        let part = &ids[at..at + n];
+                        at += n;
+                        match whole {
+                            true => self.to_list(py, part).map(|l| Some(l.unbind())),
+                            false => Ok(None),
+                        }
+                    })
+                    .collect::<PyResult<Vec<_>>>()
+            })
+        };
+        let mut all = self.batch(py, texts, allowed_special, num_threads, &finish)?;
+        let mut made: Vec<Option<Py<PyList>>> = (0..all.n_texts).map(|_| None).collect();
+        let mut pieces = all.pieces.iter();
+        for lists in std::mem::take(&mut all.finished) {
+            // a run's lists first: `zip` takes from its left side first, so the pieces of the
+            // next run stay
+            for (list, &(i, _)) in lists?.into_iter().zip(pieces.by_ref()) {
+                made[i] = list.or(made[i].take());
+            }
+        }
+        let lists = made
+            .into_iter()
+            .zip(all.texts())
+            .map(|(list, ids)| match list {
+                Some(list) => Ok(list.into_bound(py)),
+                None => self.to_list(py, &ids),
+            })
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, lists)
     }
@@ -595,7 +624,7 @@ impl PyEncoder {
         num_threads: usize,
         small: bool,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>)> {
-        let all = self.batch(py, texts, allowed_special, num_threads)?;
+        let all = self.batch(py, texts, allowed_special, num_threads, &|_, _| ())?;
         flatten(py, &self.inner, all, small, num_threads)
     }
 
@@ -671,18 +700,21 @@ fn too_wide(id: TokenId) -> PyErr {
 }
 
 impl PyEncoder {
-    /// Encodes a batch with the GIL released, stopping on Ctrl-C between groups of texts.
-    fn batch(
+    /// Encodes a batch with the GIL released, stopping on Ctrl-C between groups of texts;
+    /// `finish` as in `Encoder::encode_batch_with`.
+    fn batch<T: Send>(
         &self,
         py: Python<'_>,
         texts: Vec<Py<PyString>>,
         allowed_special: Option<Vec<String>>,
         num_threads: usize,
-    ) -> PyResult<BatchIds> {
+        finish: &(dyn Fn(&[TokenId], &[RunPiece]) -> T + Sync),
+    ) -> PyResult<BatchIds<T>> {
         let set = self.set(allowed_special)?;
         let texts = PyTexts::new(py, texts)?;
         let result = interruptible(py, |check| {
-            self.inner.encode_batch(&texts, &set, num_threads, check)
+            self.inner
+                .encode_batch_with(&texts, &set, num_threads, check, finish)
         });
         match texts.error.into_inner() {
             Ok(Some(e)) => Err(e),
