@@ -192,7 +192,7 @@ impl<T: AsRef<str> + Sync> BatchTexts for [T] {
 /// (None: the whole text, got by the worker).
 type Task<'t> = (usize, Option<&'t str>);
 
-/// `tasks` (about `size` bytes in all; `bytes` tells each one's) cut into runs of consecutive
+/// `tasks` (about `size` bytes in all; `bytes_of` tells each one's) cut into runs of consecutive
 /// tasks for `threads` workers: one run on one thread, else ~4 per thread (rayon balances them).
 fn runs_of<'a, 't>(
     tasks: &'a [Task<'t>],
@@ -622,8 +622,8 @@ impl Encoder {
     }
 
     /// `encode_batch`, with `finish` called on each run's ids and pieces by the worker that
-    /// encoded it, while the others encode on (for Python: the lists of the run's texts, which
-    /// made on the calling thread after the batch were a third of a 2-thread batch's time).
+    /// encoded it, while the others encode on. For Python: the lists of the run's texts, which,
+    /// made on the calling thread after the batch, were a third of a 2-thread batch's time.
     pub fn encode_batch_with<S: BatchTexts + ?Sized, T: Send>(
         &self,
         texts: &S,
