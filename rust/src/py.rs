@@ -1,6 +1,7 @@
 //! Every Python binding of the core: coarse calls (a file, a batch, a whole table), inputs
 //! extracted before the GIL is released, no Python object touched while it is released (but
-//! for a batch's strings, read by each worker with the GIL: `PyTexts`).
+//! for a batch's strings and lists, read and made by each worker with the GIL: `PyTexts`,
+//! `PyEncoder::encode_batch`).
 
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
@@ -599,7 +600,10 @@ impl PyEncoder {
             // a run's lists first: `zip` takes from its left side first, so the pieces of the
             // next run stay
             for (list, &(i, _)) in lists?.into_iter().zip(pieces.by_ref()) {
-                made[i] = list.or(made[i].take());
+                // None for each piece of a text that was cut: its list is made below
+                if list.is_some() {
+                    made[i] = list;
+                }
             }
         }
         let lists = made
