@@ -544,19 +544,24 @@ impl Encoder {
         let mut result = Ok(());
         // the cache's batch, kept with it: a new one per call was 12 KB to zero per document
         let mut batch = cache.batch.take().unwrap_or_default();
+        let Batch { spans, keys } = &mut *batch;
         set.matcher.for_each_piece(text, |piece| match piece {
             Piece::Special(i) => out.push(set.ids[i]),
             Piece::Text(t) if result.is_ok() => {
                 let b = t.as_bytes();
                 let stop = std::sync::atomic::AtomicBool::new(false);
+                // the count in a local, not in `Batch`: kept in a register, where a field was
+                // loaded and stored back for every pretoken
+                let mut n = 0;
                 result = self.pretok.for_each_span(t, &stop, |start, end| {
-                    batch.spans[batch.len] = (start, end);
-                    batch.len += 1;
-                    if batch.len == BATCH {
-                        self.encode_batch_of(b, &mut batch, cache, out);
+                    spans[n] = (start, end);
+                    n += 1;
+                    if n == BATCH {
+                        self.encode_batch_of(b, &spans[..n], keys, cache, out);
+                        n = 0;
                     }
                 });
-                self.encode_batch_of(b, &mut batch, cache, out);
+                self.encode_batch_of(b, &spans[..n], keys, cache, out);
             }
             Piece::Text(_) => {}
         });
@@ -750,7 +755,7 @@ impl Encoder {
         Ok(())
     }
 
-    /// Encodes the pretokens of `batch` (byte ranges of `b`) and empties it. Three loops, each
+    /// Encodes the pretokens `spans` (byte ranges of `b`), with `keys` for room. Three loops, each
     /// tight: the scanner only records ranges; then each pretoken's cache key and hash; then
     /// the lookups, each slot asked for `AHEAD` pretokens before it is read. The table
     /// outgrows the CPU caches on large inputs, and a lookup that waits for memory costs
@@ -759,14 +764,13 @@ impl Encoder {
     fn encode_batch_of(
         &self,
         b: &[u8],
-        batch: &mut Batch,
+        spans: &[(usize, usize)],
+        keys: &mut [(u128, u64); BATCH],
         cache: &mut Cache,
         out: &mut Vec<TokenId>,
     ) {
-        let n = batch.len;
-        batch.len = 0;
-        let spans = &batch.spans[..n];
-        let keys = &mut batch.keys[..n];
+        let n = spans.len();
+        let keys = &mut keys[..n];
         for (&(s, e), key) in spans.iter().zip(keys.iter_mut()) {
             let k = cache::key_at(b, s, e - s);
             *key = (k, crate::mix(k));

@@ -36,7 +36,6 @@ pub struct Batch {
     pub spans: [(usize, usize); BATCH],
     /// Packed word and its `crate::mix` hash (0 for pretokens that are not packed).
     pub keys: [(u128, u64); BATCH],
-    pub len: usize,
 }
 
 impl Default for Batch {
@@ -44,7 +43,6 @@ impl Default for Batch {
         Batch {
             spans: [(0, 0); BATCH],
             keys: [(0, 0); BATCH],
-            len: 0,
         }
     }
 }
