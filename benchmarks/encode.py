@@ -4,8 +4,10 @@ Every throughput row in a process of its own, warmed on ~1 MB first. Checks that
 bytepair's ids equal tiktoken's on every document (exit code 1 if not). A separate child
 measures `encode_iterable` over the whole file (RSS growth, MB/s). No timing asserts.
 
-  python benchmarks/encode.py [--corpus large.txt] [--mb 100] [--hf-mb 10] [--threads 2]
-                              [--repeat 3]   (rows: the best of 3 rounds, tools taking turns)
+  python benchmarks/encode.py [--corpus large.txt [code.txt ...]] [--mb 100] [--hf-mb 10]
+                              [--threads 2] [--repeat 3]   (rows: the best of 3 rounds, tools
+                              taking turns; several corpora one after the other, then a summary
+                              of bytepair against gigatoken on each)
 """
 
 from __future__ import annotations
@@ -439,30 +441,34 @@ def id_checks(enc, hf, tok, rows, docs, hf_docs, threads: int) -> list[str]:
     return checks
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(CORPUS_DIR / "large.txt"))
-    ap.add_argument("--mb", type=float, default=100, help="first N MB (document boundary)")
-    ap.add_argument("--hf-mb", type=float, default=10, help="HF is slow: first N MB only")
-    ap.add_argument("--threads", type=int, default=2, help="threads of the batch rows")
-    ap.add_argument("--no-stream", action="store_true", help="skip the encode_iterable child")
-    ap.add_argument("--no-stream-check", action="store_true", help="skip the stream's id check")
-    ap.add_argument("--repeat", type=int, default=3, help="rounds of every row; the best")
-    ap.add_argument("--json", help="write the rows and checks here")
-    ap.add_argument("--stream-worker", help=argparse.SUPPRESS)
-    ap.add_argument("--row-worker", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--string-worker", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.stream_worker:
-        stream_worker(args.stream_worker)
-        return 0
-    if args.row_worker is not None:
-        row_worker(args)
-        return 0
-    if args.string_worker:
-        string_worker(args)
-        return 0
-    print(common.describe_env(), flush=True)
+def goals(rows: list[dict]) -> dict:
+    """bytepair against gigatoken in one corpus's rows, single-threaded, numpy out against
+    numpy out (per document; one string, cold and warm; 8 MB batches), and bytepair's own
+    batch scaling from 1 thread to the most: issue 7's marks."""
+    def mb_s(tool, call, threads, note=""):
+        found = [r["mb_s"] for r in rows if (r["tool"], r["threads"]) == (tool, threads)
+                 and r["call"].startswith(call) and note in r["note"]]
+        return found[0] if found else None
+
+    def ratio(a, b):
+        return round(a / b, 3) if a and b else None
+
+    most = max((r["threads"] for r in rows if r["tool"] == "bytepair"), default=1)
+    pairs = {
+        "per doc": (("encode_to_numpy", 1, "per doc"), ("encode", 1, "per doc")),
+        "one string, new": (("encode_to_numpy(str)", 1, "cold"), ("encode(str)", 1, "cold")),
+        "one string, warm": (("encode_to_numpy(str)", 1, "warm"), ("encode(str)", 1, "warm")),
+        "batches x1": (("encode_batch_to_numpy", 1, ""), ("encode_batch", 1, "")),
+        f"batches x{most}": (("encode_batch_to_numpy", most, ""), ("encode_batch", most, "")),
+    }
+    out = {k: ratio(mb_s("bytepair", *bp), mb_s("gigatoken", *gt)) for k, (bp, gt) in pairs.items()}
+    batch = ("bytepair", "encode_batch_to_numpy")
+    out[f"bytepair x{most} / x1"] = ratio(mb_s(*batch, most), mb_s(*batch, 1))
+    return out
+
+
+def run_corpus(args) -> tuple[list[dict], list[str]]:
+    """Every row and check of `args.corpus`, printed."""
     enc, hf, tok = load_tokenizers(args.threads)
     gt = gigatoken_tokenizer(enc)
     docs, hf_docs, _ = load_all_docs(args)
@@ -488,10 +494,49 @@ def main(argv=None) -> int:
         )
         rows, checks = rows + more_rows, checks + more_checks
     report(rows, checks, args.corpus)
+    return rows, checks
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", nargs="+", default=[str(CORPUS_DIR / "large.txt")])
+    ap.add_argument("--mb", type=float, default=100, help="first N MB (document boundary)")
+    ap.add_argument("--hf-mb", type=float, default=10, help="HF is slow: first N MB only")
+    ap.add_argument("--threads", type=int, default=2, help="threads of the batch rows")
+    ap.add_argument("--no-stream", action="store_true", help="skip the encode_iterable child")
+    ap.add_argument("--no-stream-check", action="store_true", help="skip the stream's id check")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of every row; the best")
+    ap.add_argument("--json", help="write the rows, checks and summary here")
+    ap.add_argument("--stream-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--row-worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--string-worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    corpora, args.corpus = args.corpus, args.corpus[0]  # the children get one corpus each
+    if args.stream_worker:
+        stream_worker(args.stream_worker)
+        return 0
+    if args.row_worker is not None:
+        row_worker(args)
+        return 0
+    if args.string_worker:
+        string_worker(args)
+        return 0
+    print(common.describe_env(), flush=True)
+    results = {}
+    for corpus in corpora:
+        args.corpus = corpus
+        rows, checks = run_corpus(args)
+        results[os.path.basename(corpus)] = {"rows": rows, "checks": checks, "goals": goals(rows)}
+        print(flush=True)
+    summary = [[name, *r["goals"].values()] for name, r in results.items()]
+    heads = list(next(iter(results.values()))["goals"])
+    print_table(["corpus", *heads], summary,
+                title="bytepair MB/s / gigatoken MB/s (numpy out, 1 thread unless xN), and "
+                "bytepair's batch scaling; all from the rows above")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "checks": checks}, f, indent=1)
-    bad = [c for c in checks if "NO  <--" in c or "MISMATCH" in c]
+            json.dump(results, f, indent=1)
+    bad = [c for r in results.values() for c in r["checks"] if "NO  <--" in c or "MISMATCH" in c]
     return 1 if bad else 0
 
 
