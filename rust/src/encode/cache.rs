@@ -84,27 +84,6 @@ fn tail_word(b: &[u8]) -> u32 {
     u32::from_ne_bytes(w)
 }
 
-/// Appends `ids[at..at + n]` to `out`. Entries that are not inline hold mostly 5 to 16 ids:
-/// those are copied as 16 ids in a few fixed moves (what lies past `n` is written over later,
-/// never counted), where `extend_from_slice` called libc's memmove: with its dispatch, 5% of a
-/// warm pass over the large corpus (perf), mostly words beyond ASCII.
-#[inline(always)]
-fn append_spilled(out: &mut Vec<TokenId>, ids: &[TokenId], at: usize, n: usize) {
-    match ids.get(at..at + 16) {
-        Some(chunk) if n <= 16 => {
-            out.reserve(16);
-            // SAFETY: `out` has room for 16 more ids (reserved), and the first `n` of them are
-            // the ones counted
-            unsafe {
-                let len = out.len();
-                std::ptr::copy_nonoverlapping(chunk.as_ptr(), out.as_mut_ptr().add(len), 16);
-                out.set_len(len + n);
-            }
-        }
-        _ => out.extend_from_slice(&ids[at..at + n]),
-    }
-}
-
 /// A cache of pretoken bytes → ids, for pretokens of up to 15 bytes (nearly all), keyed by the
 /// packed word (`key_at`): no pointer chase and no byte comparison per lookup. One-byte
 /// pretokens are looked up too rather than mapped by a table beside it: a branch on the length
@@ -311,7 +290,7 @@ impl Cache {
                     slot.append_inline(out);
                 } else {
                     let (at, n) = (slot.ids[1] as usize, slot.ids[2] as usize);
-                    append_spilled(out, &self.ids, at, n);
+                    out.extend_from_slice(&self.ids[at..at + n]);
                 }
                 return true;
             }
@@ -377,7 +356,7 @@ impl Cache {
                     )
                 };
                 if stored_last == last && stored_middle == middle {
-                    append_spilled(out, &self.ids, at + words, n);
+                    out.extend_from_slice(&stored[words..]);
                     return true;
                 }
             }
