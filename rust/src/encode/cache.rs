@@ -31,7 +31,8 @@ pub const BATCH: usize = 256;
 /// How far ahead of a lookup its slot is asked for (see `Cache::get_run`).
 pub const AHEAD: usize = 16;
 
-/// Pretokens waiting for their lookups: byte ranges and cache keys.
+/// Room for the pretokens waiting for their lookups: byte ranges and cache keys (how many wait
+/// is the scanner's local count: see `Encoder::encode_into`).
 pub struct Batch {
     pub spans: [(usize, usize); BATCH],
     /// Packed word and its `crate::mix` hash (0 for pretokens that are not packed).
