@@ -683,3 +683,15 @@ def test_cli_only_special_tokens(tmp_path: Path) -> None:
     assert "warning" in result.stderr and "stopped after 0 of 43 merges" in result.stderr
     tok = bytepair.load(tmp_path / "out")
     assert tok.merges == [] and tok.special_tokens == {SPECIAL: 256}
+
+
+def test_vocabularies_past_65536_ids_give_the_same_merges(cs336_data: Path) -> None:
+    # Past 65,536 ids the merge loop stores tokens as u32 instead of u16: both must agree.
+    # corpus.en runs out of pairs long before, so both runs make every merge there is.
+    with pytest.warns(UserWarning, match="stopped after"):
+        wide = train(cs336_data / "corpus.en", 70_000, [SPECIAL], progress=False)
+    n = len(wide.merges)
+    assert 5_000 < n < 65_000
+    narrow = train(cs336_data / "corpus.en", 256 + n + 1, [SPECIAL], progress=False)
+    assert narrow.merges == wide.merges
+    assert narrow.vocab == wide.vocab

@@ -25,7 +25,10 @@ use rayon::prelude::*;
 
 use crate::count::WordCounts;
 use floor::{guess_floor, Floor, Guess};
-use words::{count_at, end_at, regions, runs, PairInfo, Pairs, WordList, Words, UNIT};
+use words::{
+    count_at, end_at, first_pair, len_at, padded_at, regions, runs, set_len, PairInfo, Pairs,
+    Token, WordList, Words,
+};
 
 /// A token id: bytes are 0-255, merge i is 256 + i.
 pub type TokenId = u32;
@@ -145,17 +148,19 @@ impl PairHeap {
     }
 }
 
-/// Merges `(a, b)` into `new` in the tokens `t` of a word, left to right and non-overlapping,
-/// tells `moved` where counts move (see `Moved`), and returns the word's new length.
-fn merge_word(
-    t: &mut [TokenId],
+/// Merges `(a, b)` into `new` in the `len` tokens of a word (`t` holds its whole units),
+/// left to right and non-overlapping, tells `moved` where counts move (see `Moved`), and
+/// returns the word's new length.
+fn merge_word<T: Token>(
+    t: &mut [T],
+    len: usize,
     (a, b): Pair,
     new: TokenId,
     mut moved: impl FnMut(Moved),
 ) -> usize {
-    let len = t.len();
+    let (a, b, new) = (T::of(a), T::of(b), T::of(new));
     // Up to the first occurrence nothing changes (and a word that lost the pair is not written).
-    let Some(first) = t.windows(2).position(|p| p[0] == a && p[1] == b) else {
+    let Some(first) = first_pair(t, len, a, b) else {
         return len;
     };
     let (mut i, mut j) = (first, first);
@@ -166,14 +171,14 @@ fn merge_word(
                 moved(if prev_merged {
                     Moved::Run
                 } else {
-                    Moved::Left(t[j - 1])
+                    Moved::Left(t[j - 1].id())
                 });
             }
             if i + 2 < len {
                 let y = t[i + 2];
                 // A merge right after this one moves (b, a) as a run instead.
                 if !(y == a && i + 3 < len && t[i + 3] == b) {
-                    moved(Moved::Right(y));
+                    moved(Moved::Right(y.id()));
                 }
             }
             t[j] = new;
@@ -276,26 +281,28 @@ impl Half {
 }
 
 /// Sorted words and their part of the arena, which starts at offset `base`.
-struct Run<'a> {
+struct Run<'a, T> {
     ws: &'a [u32],
-    region: &'a mut [u32],
+    region: &'a mut [T],
     base: usize,
 }
 
 /// Merges `pair` into `new` in the words of `run`, collecting what moved in `d`.
-fn merge_words(run: Run<'_>, (pair, new): (Pair, TokenId), d: &mut Delta) {
+fn merge_words<T: Token>(run: Run<'_, T>, (pair, new): (Pair, TokenId), d: &mut Delta) {
     let Run { ws, region, base } = run;
     for (i, &w) in ws.iter().enumerate() {
         // The words are scattered over the arena: ask for later ones ahead of time.
         if let Some(&ahead) = ws.get(i + 8) {
-            let at = region.as_ptr().wrapping_add(ahead as usize * UNIT - base);
+            let at = region
+                .as_ptr()
+                .wrapping_add(ahead as usize * T::UNIT - base);
             crate::prefetch(at);
-            crate::prefetch(at.wrapping_add(16));
+            crate::prefetch(at.wrapping_add(4 * T::UNIT));
         }
-        let o = w as usize * UNIT - base;
-        let (len, c) = (region[o] as usize, count_at(region, o));
-        let t = &mut region[o + UNIT..o + UNIT + len];
-        let new_len = merge_word(t, pair, new, |m| match m {
+        let o = w as usize * T::UNIT - base;
+        let (len, c) = (len_at(region, o), count_at(region, o));
+        let t = padded_at(region, o);
+        let new_len = merge_word(t, len, pair, new, |m| match m {
             Moved::Left(x) => d.left.add(x, c, w),
             Moved::Right(y) => d.right.add(y, c, w),
             Moved::Run => {
@@ -305,7 +312,9 @@ fn merge_words(run: Run<'_>, (pair, new): (Pair, TokenId), d: &mut Delta) {
                 }
             }
         });
-        region[o] = new_len as u32;
+        if new_len != len {
+            set_len(region, o, new_len);
+        }
     }
 }
 
@@ -317,8 +326,8 @@ const PARALLEL_MIN_WORDS: usize = 10_000;
 /// Merges `pair` into `new` in the words `ws` (sorted, distinct), split in runs over the
 /// pool's threads: runs of sorted words own disjoint parts of the arena. Returns how many
 /// deltas (one per run, in word order) were used. Results do not depend on the split.
-fn merge_all(
-    arena: &mut [u32],
+fn merge_all<T: Token>(
+    arena: &mut [T],
     ws: &[u32],
     (pair, new): (Pair, TokenId),
     pool: &rayon::ThreadPool,
@@ -334,8 +343,8 @@ fn merge_all(
         .iter()
         .map(|r| {
             (
-                r[0] as usize * UNIT,
-                end_at(arena, r[r.len() - 1] as usize * UNIT),
+                r[0] as usize * T::UNIT,
+                end_at(arena, r[r.len() - 1] as usize * T::UNIT),
             )
         })
         .collect();
@@ -344,12 +353,12 @@ fn merge_all(
         .zip(regions(arena, bounds.iter().copied()))
         .zip(&bounds)
         .map(|((ws, region), &(base, _))| Run { ws, region, base });
-    let work = |(run, d): (Run<'_>, &mut Delta)| merge_words(run, (pair, new), d);
+    let work = |(run, d): (Run<'_, T>, &mut Delta)| merge_words(run, (pair, new), d);
     let n_jobs = bounds.len();
     if n_jobs == 1 {
         jobs.zip(deltas.iter_mut()).for_each(work);
     } else {
-        let jobs: Vec<Run<'_>> = jobs.collect();
+        let jobs: Vec<Run<'_, T>> = jobs.collect();
         pool.install(|| {
             jobs.into_par_iter()
                 .zip(deltas.par_iter_mut())
@@ -384,9 +393,9 @@ impl State {
 
     /// Counts every pair again from the words, when the best tracked pair (`best` times) may
     /// not be the best: from now on pairs below a quarter of it are left untracked.
-    fn recount(
+    fn recount<T: Token>(
         self,
-        words: &Words,
+        words: &Words<T>,
         best: u64,
         pool: &rayon::ThreadPool,
         vocab: &[Vec<u8>],
@@ -520,11 +529,17 @@ pub fn train_from(
     // The whole loop runs on one of the pool's threads, which then takes part in every split
     // merge: handing each merge to the pool from outside left the small merges, run on this
     // thread, 2.4x slower (their data had moved to the pool's cores).
-    pool.install(|| merge_loop(counts, start, num_merges, &pool, guess_floor, progress))
+    pool.install(|| {
+        if 256 + num_merges.max(start.len()) <= 1 << 16 {
+            merge_loop::<u16>(counts, start, num_merges, &pool, guess_floor, progress)
+        } else {
+            merge_loop::<u32>(counts, start, num_merges, &pool, guess_floor, progress)
+        }
+    })
 }
 
-/// `train_from` on the pool's thread.
-fn merge_loop(
+/// `train_from` on the pool's thread, with tokens stored as `T` (which holds every id made).
+fn merge_loop<T: Token>(
     counts: WordCounts,
     start: &[Pair],
     num_merges: usize,
@@ -546,7 +561,7 @@ fn merge_loop(
             .concat(),
         );
     }
-    let mut words = Words::new(counts, pool)?;
+    let mut words = Words::<T>::new(counts, pool)?;
     words.apply_merges(start);
     let pairs = words.pairs(pool)?;
     crate::give_back_freed_memory();
@@ -642,6 +657,45 @@ mod tests {
             .iter()
             .map(|&(a, b)| format!("{} {}", s(a), s(b)))
             .collect()
+    }
+
+    #[test]
+    fn words_merge_as_the_plain_loop_does_with_u16_and_u32_tokens() {
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..3000 {
+            // Lengths around the 64-token mask and the units; few ids, so pairs repeat.
+            let len = next(80) as usize;
+            let word: Vec<TokenId> = (0..len).map(|_| 97 + next(3) as TokenId).collect();
+            let pair = (97 + next(3) as TokenId, 97 + next(3) as TokenId);
+            let mut plain = Vec::new();
+            let mut i = 0;
+            while i < len {
+                if i + 1 < len && (word[i], word[i + 1]) == pair {
+                    plain.push(300);
+                    i += 2;
+                } else {
+                    plain.push(word[i]);
+                    i += 1;
+                }
+            }
+            let mut moves = 0;
+            let mut narrow: Vec<u16> = word.iter().map(|&t| t as u16).collect();
+            narrow.resize(len.div_ceil(8) * 8, 97);
+            let n = merge_word(&mut narrow, len, pair, 300, |_| moves += 1);
+            let narrow: Vec<TokenId> = narrow[..n].iter().map(|&t| t as TokenId).collect();
+            let mut wide = word.clone();
+            wide.resize(len.div_ceil(4) * 4, 97);
+            let n = merge_word(&mut wide, len, pair, 300, |_| ());
+            assert_eq!(narrow, plain, "{word:?} {pair:?}");
+            assert_eq!(wide[..n], plain[..], "{word:?} {pair:?}");
+            assert_eq!(moves == 0, plain.len() == len || len < 3);
+        }
     }
 
     #[test]
@@ -754,7 +808,7 @@ mod tests {
                 (word, 1 + next(50) * next(50))
             })
             .collect();
-        let run = |guess: Guess, threads: usize| {
+        let run_as = |wide: bool, guess: Guess, threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
@@ -763,11 +817,21 @@ mod tests {
             for (w, n) in &words {
                 wc.add(w, *n).unwrap();
             }
-            pool.install(|| merge_loop(wc, &[], 2000, &pool, guess, &mut |_| true))
-                .unwrap()
+            pool.install(|| match wide {
+                false => merge_loop::<u16>(wc, &[], 2000, &pool, guess, &mut |_| true),
+                true => merge_loop::<u32>(wc, &[], 2000, &pool, guess, &mut |_| true),
+            })
+            .unwrap()
         };
+        let run = |guess: Guess, threads: usize| run_as(false, guess, threads);
         let all = run(|_, _, _| None, 1);
         assert!(all.merges.len() > 1000);
+        // Tokens stored as u32 (vocabularies past 65,536) give the same merges.
+        for threads in [1, 3] {
+            let wide = run_as(true, guess_floor, threads);
+            assert_eq!(wide.merges, all.merges);
+            assert_eq!(wide.vocab, all.vocab);
+        }
         // Every new pair below the last merge's count goes untracked: recounts all the way.
         static RECOUNTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         for threads in [1, 3] {
