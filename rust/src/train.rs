@@ -11,7 +11,8 @@
 //!   neighbour's id; the pair table is touched once per distinct neighbour, not per occurrence.
 //! - A pair's word list is complete, sorted and free of repeats from the merge that makes its
 //!   newer token on (only that merge can create it), so lists are never sorted or appended to.
-//! - Big merges are split over the threads in runs of words, each with its own arrays.
+//! - Merges of a few hundred words or more are split over the threads in runs of words, each
+//!   with its own arrays.
 //! - The heap keeps stale entries and re-checks them when they surface, so a decrease costs
 //!   nothing; words shrink in place, so the arena never grows.
 //! - Pairs that cannot win are not tracked (see `Floor`): most pairs a merge makes are rare
@@ -318,10 +319,12 @@ fn merge_words<T: Token>(run: Run<'_, T>, (pair, new): (Pair, TokenId), d: &mut 
     }
 }
 
-/// Below this many words a merge runs on one thread. Measured on the large corpus with 2
-/// threads: merges of 2-10 K words took 0.42-0.50 s in all split, 0.32-0.44 s on one thread
-/// (handing out the work and the other core's cache cost more than the split saves).
-const PARALLEL_MIN_WORDS: usize = 10_000;
+/// A merge is split into runs of at least this many words, one per thread at most. Measured on
+/// the large corpus with 2 threads (`train_profile`, runs taking turns): splitting merges of
+/// 300+ words instead of 10,000+ took the whole loop from 2.77-2.96 s to 2.49-2.78 s at 10K
+/// merges, and from 3.61-3.73 s to 3.14-3.32 s at 32K; 100-300 were alike. (When the loop
+/// ran outside the pool, splitting merges below 10,000 words had cost more than it saved.)
+const RUN_MIN_WORDS: usize = 150;
 
 /// Merges `pair` into `new` in the words `ws` (sorted, distinct), split in runs over the
 /// pool's threads: runs of sorted words own disjoint parts of the arena. Returns how many
@@ -333,11 +336,7 @@ fn merge_all<T: Token>(
     pool: &rayon::ThreadPool,
     deltas: &mut [Delta],
 ) -> usize {
-    let n_runs = if ws.len() < PARALLEL_MIN_WORDS {
-        1
-    } else {
-        deltas.len()
-    };
+    let n_runs = (ws.len() / RUN_MIN_WORDS).clamp(1, deltas.len());
     let ws_runs: Vec<&[u32]> = runs(ws, n_runs).collect();
     let bounds: Vec<(usize, usize)> = ws_runs
         .iter()
@@ -761,7 +760,7 @@ mod tests {
 
     #[test]
     fn big_merges_split_over_threads_give_the_same_merges() {
-        // Enough words that the first merges run in several runs (PARALLEL_MIN_WORDS).
+        // Enough words that many merges run in several runs (RUN_MIN_WORDS).
         let words: Vec<(String, u64)> = (0..12_000u64)
             .map(|i| (format!("ab{i}x{}", i % 13), 1 + i % 7))
             .collect();
