@@ -658,15 +658,19 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn words_merge_as_the_plain_loop_does_with_u16_and_u32_tokens() {
-        let mut seed = 7u64;
-        let mut next = |n: u64| {
+    /// Pseudo-random numbers below `n` (a linear congruential generator), the same every run.
+    fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
             seed = seed
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (seed >> 33) % n
-        };
+        }
+    }
+
+    #[test]
+    fn words_merge_as_the_plain_loop_does_with_u16_and_u32_tokens() {
+        let mut next = numbers(7);
         for _ in 0..3000 {
             // Lengths around the 64-token mask and the units; few ids, so pairs repeat.
             let len = next(80) as usize;
@@ -793,13 +797,7 @@ mod tests {
     #[test]
     fn untracked_pairs_and_recounts_give_the_same_merges() {
         // Words of a small alphabet with skewed counts, so that merges make many new pairs.
-        let mut seed = 12345u64;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut next = numbers(12345);
         let words: Vec<(Vec<u8>, u64)> = (0..4000)
             .map(|_| {
                 let len = 2 + next(12) as usize;
