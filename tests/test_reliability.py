@@ -102,12 +102,12 @@ def test_ctrl_c_stops_long_calls(tmp_path: Path, call: str) -> None:
         if call == "count_files":
             open(path, "w").write(text(300_000) * 60)  # ~190 MB
         elif call == "train_merges":
-            # random 10-letter words, for pairs enough for 150 K merges (~1 s here), called
-            # again and again as the encoders are: one call of 60 K merges of the words above
-            # took ~0.5 s, the signal's delay, and could end before it
+            # random 10-letter words, for pairs enough for 150 K merges: one call takes ~5 s
+            # here, longer than the signal's delay plus the time allowed to stop (the loop once
+            # ran on a thread where Ctrl-C was never seen, and shorter calls hid that)
             letters = "abcdefghijklmnopqrstuvwxyz"
             counts = bytepair.count_texts(
-                [" ".join("".join(random.choices(letters, k=10)) for _ in range(100_000))])
+                [" ".join("".join(random.choices(letters, k=10)) for _ in range(400_000))])
         else:
             tok = bytepair.Tokenizer({{i: bytes([i]) for i in range(256)}}, [])
             big = text(300_000) * 30

@@ -22,6 +22,10 @@
 mod floor;
 mod words;
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
 use rayon::prelude::*;
 
 use crate::count::WordCounts;
@@ -500,8 +504,8 @@ impl State {
 }
 
 /// Runs `num_merges` merges (fewer if no pair is left) on the counted words, on `num_threads`.
-/// `progress(done)` is called after every merge (callers limit its cost); returning false
-/// stops the loop early.
+/// `progress(done)` is called on the calling thread every 10 ms while the loop runs on the
+/// pool's, and once at the end; returning false stops the loop at its next step.
 pub fn train(
     counts: WordCounts,
     num_merges: usize,
@@ -525,17 +529,49 @@ pub fn train_from(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(crate::worker_count(num_threads))
         .build()?;
+    let done = AtomicUsize::new(start.len());
+    let stop = AtomicBool::new(false);
+    let (sender, receiver) = mpsc::channel();
     // The whole loop runs on one of the pool's threads, which then takes part in every split
     // merge: handing each merge to the pool from outside left the small merges, run on this
-    // thread, 2.4x slower (their data had moved to the pool's cores).
-    pool.install(|| {
-        if 256 + num_merges.max(start.len()) <= 1 << 16 {
-            merge_loop::<u16>(counts, start, num_merges, &pool, guess_floor, progress)
-        } else {
-            merge_loop::<u32>(counts, start, num_merges, &pool, guess_floor, progress)
+    // thread, 2.4x slower (their data had moved to the pool's cores). This thread reports the
+    // loop's progress meanwhile: a callback that looks at Python must run here (CPython runs
+    // Ctrl-C's handler only on its main thread; called on the pool's, it never stopped a loop).
+    pool.in_place_scope(|scope| {
+        scope.spawn(|_| {
+            let mut report = |n: usize| {
+                done.store(n, Ordering::Relaxed);
+                !stop.load(Ordering::Relaxed)
+            };
+            let result = if 256 + num_merges.max(start.len()) <= 1 << 16 {
+                merge_loop::<u16>(counts, start, num_merges, &pool, guess_floor, &mut report)
+            } else {
+                merge_loop::<u32>(counts, start, num_merges, &pool, guess_floor, &mut report)
+            };
+            // The receiver waits below until it gets this.
+            let _ = sender.send(result);
+        });
+        loop {
+            match receiver.recv_timeout(REPORT_EVERY) {
+                Ok(result) => {
+                    progress(done.load(Ordering::Relaxed));
+                    return result;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if !progress(done.load(Ordering::Relaxed)) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                // The loop panicked (a bug): the scope raises that panic again when this
+                // closure returns, so what it returns is never seen.
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(TrainError::OutOfMemory),
+            }
         }
     })
 }
+
+/// How often `train_from` passes the loop's progress on.
+const REPORT_EVERY: Duration = Duration::from_millis(10);
 
 /// `train_from` on the pool's thread, with tokens stored as `T` (which holds every id made).
 fn merge_loop<T: Token>(
@@ -560,10 +596,21 @@ fn merge_loop<T: Token>(
             .concat(),
         );
     }
+    // Stopped before the loop (each step takes up to ~0.5 s on the large corpus): no new merge.
+    let stopped = |vocab| TrainResult {
+        merges: start.to_vec(),
+        vocab,
+    };
     let mut words = Words::<T>::new(counts, pool)?;
     words.apply_merges(start);
+    if !progress(start.len()) {
+        return Ok(stopped(vocab));
+    }
     let pairs = words.pairs(pool)?;
     crate::give_back_freed_memory();
+    if !progress(start.len()) {
+        return Ok(stopped(vocab));
+    }
     let mut state = State::new(
         pairs,
         Floor::new(num_merges.saturating_sub(start.len()), guess),
@@ -779,6 +826,27 @@ mod tests {
         let three = train(table(), 300, 3, &mut |_| true).unwrap();
         assert_eq!(one.merges, three.merges);
         assert!(one.merges.len() > 100);
+    }
+
+    #[test]
+    fn progress_is_told_on_the_calling_thread_and_stops_the_loop() {
+        let mut next = numbers(99);
+        let mut wc = WordCounts::default();
+        for _ in 0..200_000 {
+            let word: Vec<u8> = (0..10).map(|_| b'a' + next(26) as u8).collect();
+            wc.add(&word, 1 + next(9)).unwrap();
+        }
+        let caller = std::thread::current().id();
+        let mut calls = 0;
+        let r = train(wc, 100_000, 2, &mut |_| {
+            assert_eq!(std::thread::current().id(), caller);
+            calls += 1;
+            false
+        })
+        .unwrap();
+        assert!(calls >= 1);
+        assert!(r.merges.len() < 100_000, "the loop did not stop");
+        assert_eq!(r.vocab.len(), 256 + r.merges.len());
     }
 
     #[test]
