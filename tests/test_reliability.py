@@ -102,7 +102,7 @@ def test_ctrl_c_stops_long_calls(tmp_path: Path, call: str) -> None:
         if call == "count_files":
             open(path, "w").write(text(300_000) * 60)  # ~190 MB
         elif call == "train_merges":
-            # random 10-letter words, for pairs enough for 150 K merges: one call takes ~5 s
+            # random 10-letter words, for pairs enough for 150 K merges: one call takes ~3 s
             # here, longer than the signal's delay plus the time allowed to stop (the loop once
             # ran on a thread where Ctrl-C was never seen, and shorter calls hid that)
             letters = "abcdefghijklmnopqrstuvwxyz"
