@@ -259,11 +259,11 @@ fn add_one<K: std::hash::Hash + Eq>(
 /// queued per partition and applied in batches, so one small partition map is updated at a time
 /// while it sits in cache.
 pub struct Counter {
-    /// Pretokens of one byte (a quarter of all), by that byte: no key, no hash, no lookup.
-    bytes: [u64; 256],
     hot: Vec<HotSet>,
-    /// The previous batch's keys and slots, looked up one batch late (see `add_batch`).
-    pending: [(u128, usize); BATCH],
+    /// Two batches of keys and slots: the pending one (`keys[pending]`, `n_pending` of them) is
+    /// looked up one batch late (see `add_batch`), the other is filled meanwhile.
+    keys: [[(u128, usize); BATCH]; 2],
+    pending: usize,
     n_pending: usize,
     queued: Vec<Vec<(u128, u64)>>,
     counts: WordCounts,
@@ -288,9 +288,9 @@ const QUEUE: usize = 512;
 impl Default for Counter {
     fn default() -> Self {
         Counter {
-            bytes: [0; 256],
             hot: vec![HotSet::default(); HOT_SLOTS],
-            pending: [(0, 0); BATCH],
+            keys: [[(0, 0); BATCH]; 2],
+            pending: 0,
             n_pending: 0,
             queued: (0..PARTS).map(|_| Vec::with_capacity(QUEUE)).collect(),
             counts: WordCounts::default(),
@@ -305,30 +305,29 @@ impl Counter {
     /// next batch. Why: looked up right after their own batch, the first words' lines had not
     /// arrived (perf: a quarter of this function's samples on the hit's increment).
     fn add_batch(&mut self, b: &[u8], spans: &[(usize, usize)]) {
-        let mut keys = [(0u128, 0usize); BATCH];
+        let fill = 1 - self.pending;
         let mut n = 0;
         for &(start, end) in spans {
-            if end - start == 1 {
-                self.bytes[b[start] as usize] += 1;
-            } else if end - start <= PACKED_MAX {
+            // one-byte words too: a branch of their own was mispredicted more than it saved
+            if end - start <= PACKED_MAX {
                 let key = pack_at(b, start, end - start);
                 let slot = hot_slot(key, HOT_BITS);
                 crate::prefetch(self.hot.as_ptr().wrapping_add(slot));
-                keys[n] = (key, slot);
+                self.keys[fill][n] = (key, slot);
                 n += 1;
             } else if let Err(e) = self.counts.add(&b[start..end], 1) {
                 self.error.get_or_insert(e);
             }
         }
         self.look_up_pending();
-        self.pending = keys;
+        self.pending = fill;
         self.n_pending = n;
     }
 
     /// Counts the pending keys in the hot cache, queueing what they evict.
     fn look_up_pending(&mut self) {
         for i in 0..std::mem::take(&mut self.n_pending) {
-            let (key, slot) = self.pending[i];
+            let (key, slot) = self.keys[self.pending][i];
             let set = &mut self.hot[slot].0;
             if set[0].0 == key {
                 set[0].1 += 1;
@@ -402,11 +401,6 @@ impl Counter {
     /// The counts, with the cache and the queues flushed into them.
     pub fn finish(mut self) -> Result<WordCounts, TableError> {
         self.look_up_pending();
-        for (byte, n) in (0..=255u8).zip(self.bytes) {
-            if n > 0 {
-                self.queue(pack_word(&[byte]), n);
-            }
-        }
         for (key, n) in std::mem::take(&mut self.hot)
             .into_iter()
             .flat_map(|set| set.0)
