@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -167,6 +167,16 @@ impl WordCounts {
         });
     }
 
+    /// Adds the packed words of a shared table to `self`, if nothing else holds it.
+    pub(crate) fn take_shared(&mut self, shared: Arc<SharedParts>) -> Result<(), TableError> {
+        if let Some(parts) = Arc::into_inner(shared) {
+            for (mine, theirs) in self.short.iter_mut().zip(parts) {
+                add_all(mine, theirs.into_inner().unwrap_or_else(|p| p.into_inner()))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Adds every count of `other` into `self`, in place (the larger map absorbs the smaller).
     pub fn merge(&mut self, other: WordCounts) -> Result<(), TableError> {
         for (mine, theirs) in self.short.iter_mut().zip(other.short) {
@@ -257,7 +267,10 @@ fn add_one<K: std::hash::Hash + Eq>(
 /// 2-15-byte words (direct-mapped at 512 KB, 80%: the misses' queueing and flushing were a
 /// third of counting; large corpus, 2 threads, 2.00-2.13 -> 1.85-1.87 s). 2. What it evicts is
 /// queued per partition and applied in batches, so one small partition map is updated at a time
-/// while it sits in cache.
+/// while it sits in cache. The partitions of packed words are shared by the counters of one
+/// count (`Counter::sharing`), each behind a lock taken once a batch: one table for all threads,
+/// not one each to sum at the end (summing two took 0.08-0.10 s of 1.75 s on the large corpus,
+/// and each thread's table held most of the words again).
 pub struct Counter {
     hot: Vec<HotSet>,
     /// Two batches of keys and slots: the pending one (`keys[pending]`, `n_pending` of them) is
@@ -266,6 +279,8 @@ pub struct Counter {
     pending: usize,
     n_pending: usize,
     queued: Vec<Vec<(u128, u64)>>,
+    shared: Arc<SharedParts>,
+    /// Words of more than `PACKED_MAX` bytes (its packed partitions stay empty).
     counts: WordCounts,
     /// The first table error; kept aside so that the hot loop does not branch on results.
     error: Option<TableError>,
@@ -286,14 +301,31 @@ const BATCH: usize = 64;
 /// threads, 1.79-1.89 s at 512, 1.73-1.75 s at 1024, 2048 no clearer).
 const QUEUE: usize = 1024;
 
+/// The packed words' partitions of one count, shared by its counters.
+type SharedParts = Vec<Mutex<FastMap<u128, u64>>>;
+
 impl Default for Counter {
+    /// A counter with a table of its own.
     fn default() -> Self {
+        Counter::sharing(&Counter::shared())
+    }
+}
+
+impl Counter {
+    /// A table for counters to share.
+    pub fn shared() -> Arc<SharedParts> {
+        Arc::new((0..PARTS).map(|_| Mutex::default()).collect())
+    }
+
+    /// A counter that counts packed words into `shared`.
+    pub fn sharing(shared: &Arc<SharedParts>) -> Self {
         Counter {
             hot: vec![HotSet::default(); HOT_SLOTS],
             keys: [[(0, 0); BATCH]; 2],
             pending: 0,
             n_pending: 0,
             queued: (0..PARTS).map(|_| Vec::with_capacity(QUEUE)).collect(),
+            shared: Arc::clone(shared),
             counts: WordCounts::default(),
             error: None,
         }
@@ -355,7 +387,11 @@ impl Counter {
 
     /// Applies the queue of one partition.
     fn flush(&mut self, part: usize) {
-        let map = &mut self.counts.short[part];
+        // a poisoned lock means another counter panicked: its error ends the count
+        let mut map = self.shared[part]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let map = &mut *map;
         let queue = &mut self.queued[part];
         let result = queue
             .drain(..)
@@ -399,7 +435,9 @@ impl Counter {
         }
     }
 
-    /// The counts, with the cache and the queues flushed into them.
+    /// The counts, with the cache and the queues flushed into them: this counter's long words,
+    /// and the shared packed words if nothing else holds them (else `WordCounts::take_shared`
+    /// adds them once every counter has finished).
     pub fn finish(mut self) -> Result<WordCounts, TableError> {
         self.look_up_pending();
         for (key, n) in std::mem::take(&mut self.hot)
@@ -413,10 +451,11 @@ impl Counter {
         for part in 0..PARTS {
             self.flush(part);
         }
-        match self.error {
-            Some(e) => Err(e),
-            None => Ok(self.counts),
+        if let Some(e) = self.error {
+            return Err(e);
         }
+        self.counts.take_shared(self.shared)?;
+        Ok(self.counts)
     }
 }
 
@@ -533,11 +572,12 @@ pub fn count_file(
     let n_workers = crate::worker_count(config.num_threads).min(n_chunks.saturating_add(1));
     let (tx, rx) = mpsc::sync_channel::<String>(n_workers);
     let rx = Mutex::new(rx);
+    let shared = Counter::shared();
     std::thread::scope(|scope| {
         // Workers that cannot start (no memory for a stack) are done without; none is an error.
         let workers: Vec<_> = (0..n_workers)
             .map_while(|_| {
-                let work = || count_chunks(&rx, config, &failed);
+                let work = || count_chunks(&rx, config, &failed, &shared);
                 std::thread::Builder::new().spawn_scoped(scope, work).ok()
             })
             .collect();
@@ -581,6 +621,10 @@ pub fn count_file(
             Some(e) => Err(e),
             None => Ok((WordCounts::sum(tables)?, stats)),
         }
+    })
+    .and_then(|(mut counts, stats)| {
+        counts.take_shared(shared)?; // the workers, and their hold on it, are gone
+        Ok((counts, stats))
     })
 }
 
@@ -695,13 +739,14 @@ fn count_chunks(
     rx: &Mutex<mpsc::Receiver<String>>,
     config: &CountConfig,
     failed: &AtomicBool,
+    shared: &Arc<SharedParts>,
 ) -> Result<WordCounts, CountError> {
     let next = || match rx.lock() {
         Ok(guard) => guard.recv().ok(),
         Err(poisoned) => poisoned.into_inner().recv().ok(),
     };
     let work = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut counter = Counter::default();
+        let mut counter = Counter::sharing(shared);
         while let Some(chunk) = next() {
             if !failed.load(Ordering::Relaxed) {
                 counter.add_document(&chunk, config, failed)?;
@@ -721,8 +766,9 @@ fn count_chunks(
 pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts, CountError> {
     let n = crate::worker_count(config.num_threads).min(texts.len().max(1));
     let per = texts.len().div_ceil(n).max(1);
+    let shared = Counter::shared();
     let count_part = |part: &[String]| {
-        let mut counter = Counter::default();
+        let mut counter = Counter::sharing(&shared);
         for t in part {
             counter.add_document(t, config, &AtomicBool::new(false))?;
         }
@@ -741,7 +787,11 @@ pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts,
         for w in workers {
             tables.push(w.join().unwrap_or_else(|panic| Err(internal(panic)))?);
         }
-        Ok(WordCounts::sum(tables)?)
+        Ok::<_, CountError>(WordCounts::sum(tables)?)
+    })
+    .and_then(|mut counts| {
+        counts.take_shared(shared)?;
+        Ok(counts)
     })
 }
 
