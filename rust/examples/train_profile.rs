@@ -1,5 +1,6 @@
 //! Times the merge loop on the counts of a `.bpc` file, for profiling (perf, callgrind) without
 //! Python:  cargo run --profile profiling --example train_profile -- COUNTS.bpc [merges] [threads]
+//! (a text file in place of COUNTS.bpc is counted first, and the loop gets counting's table)
 //! Prints the time and an FNV-1a hash of the merges (to compare builds).
 use std::time::Instant;
 
@@ -10,8 +11,25 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let merges: usize = args.get(2).map_or(9743, |s| s.parse().unwrap());
     let threads: usize = args.get(3).map_or(1, |s| s.parse().unwrap());
+    let path = std::path::Path::new(&args[1]);
     let mut counts = WordCounts::default();
-    read_counts(std::path::Path::new(&args[1]), &mut counts, None).unwrap();
+    if path.extension().is_some_and(|e| e == "bpc") {
+        read_counts(path, &mut counts, None).unwrap();
+    } else {
+        // a text file: counted first (GPT-2 pattern, `<|endoftext|>`), as `bytepair train` does
+        let config = bytepair_core::count::CountConfig {
+            specials: bytepair_core::pretokenize::Specials::new(&["<|endoftext|>"]).unwrap(),
+            pretok: bytepair_core::pretokenize::Pretokenizer::Gpt2,
+            strict: false,
+            chunk_size: 1 << 20,
+            num_threads: threads,
+        };
+        let t = Instant::now();
+        counts = bytepair_core::count::count_file(path, 0, u64::MAX, &config, &mut |_| true)
+            .unwrap()
+            .0;
+        print!("counted in {:.3} s; ", t.elapsed().as_secs_f64());
+    }
     let words = counts.len();
     let t = Instant::now();
     let r = bytepair_core::train::train(counts, merges, threads, &mut |_| true).unwrap();
