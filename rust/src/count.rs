@@ -851,7 +851,7 @@ mod tests {
         let whole = count_file(&path, 0, u64::MAX, &config(1 << 20, 1), &mut |_| true)
             .unwrap()
             .0;
-        for (size, threads) in [(1, 1), (3, 2), (17, 2), (64, 1)] {
+        for (size, threads) in [(1, 1), (3, 2), (17, 2), (64, 1), (5, 3)] {
             let got = count_file(&path, 0, u64::MAX, &config(size, threads), &mut |_| true)
                 .unwrap()
                 .0;
@@ -903,5 +903,36 @@ mod tests {
         });
         assert!(want.len() > 2 * HOT_SLOTS, "{} words", want.len());
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn texts_count_alike_on_any_number_of_threads() {
+        // the threads share one table of packed words and keep their own long words
+        let texts: Vec<String> = (0..200)
+            .map(|i| {
+                format!(
+                    "doc {i}: the cat sat, a_very_long_identifier_{} 😀{}",
+                    i % 7,
+                    i % 3
+                )
+            })
+            .collect();
+        let config = |num_threads| CountConfig {
+            specials: Specials::new::<&str>(&[]).unwrap(),
+            pretok: Pretokenizer::Gpt2,
+            strict: true,
+            chunk_size: 1 << 20,
+            num_threads,
+        };
+        let one = count_texts(&texts, &config(1)).unwrap();
+        assert!(one.len() > 200, "{} words", one.len());
+        for threads in [2, 3, 8] {
+            assert_eq!(
+                count_texts(&texts, &config(threads)).unwrap(),
+                one,
+                "{threads} threads"
+            );
+        }
+        assert!(count_texts(&[], &config(3)).unwrap().is_empty());
     }
 }
