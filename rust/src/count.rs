@@ -264,11 +264,11 @@ fn add_one<K: std::hash::Hash + Eq>(
 /// Why: the table of a large corpus (millions of words) does not fit in the CPU caches, and
 /// lookups that missed memory were 77% of counting time (perf). 1. A cache of hot words, two
 /// to a line (2 MB, L3): word frequencies are Zipfian, so it catches ~90% of the occurrences of
-/// 2-15-byte words (direct-mapped at 512 KB, 80%: the misses' queueing and flushing were a
+/// words of 2-15 bytes (direct-mapped at 512 KB, 80%: the misses' queueing and flushing were a
 /// third of counting; large corpus, 2 threads, 2.00-2.13 -> 1.85-1.87 s). 2. What it evicts is
 /// queued per partition and applied in batches, so one small partition map is updated at a time
 /// while it sits in cache. The partitions of packed words are shared by the counters of one
-/// count (`Counter::sharing`), each behind a lock taken once a batch: one table for all threads,
+/// count (`Counter::sharing`), each behind a lock taken once a flush: one table for all threads,
 /// not one each to sum at the end (summing two took 0.08-0.10 s of 1.75 s on the large corpus,
 /// and each thread's table held most of the words again).
 pub struct Counter {
