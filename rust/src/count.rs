@@ -149,24 +149,20 @@ impl WordCounts {
 
     /// The table's maps: words of up to `PACKED_MAX` bytes as `pack_word` keys, in partitions
     /// and the longer words, each in partitions (so that readers can go over them on several
-    /// threads).
+    /// threads, and free them apart: see `drop_on`).
     #[allow(clippy::type_complexity)]
-    pub(crate) fn maps(&self) -> (&[FastMap<u128, u64>], &[FastMap<Box<[u8]>, u64>]) {
-        (&self.short, &self.long)
+    pub(crate) fn into_maps(self) -> (Vec<FastMap<u128, u64>>, Vec<FastMap<Box<[u8]>, u64>>) {
+        (self.short, self.long)
     }
+}
 
-    /// Frees the table on the pool's threads (a partition each: a large table's frees take
-    /// a tenth of a second on one thread).
-    pub(crate) fn drop_on(self, pool: &rayon::ThreadPool) {
-        let WordCounts { short, long } = self;
-        pool.install(|| {
-            rayon::join(
-                || short.into_par_iter().for_each(drop),
-                || long.into_par_iter().for_each(drop),
-            )
-        });
-    }
+/// Frees a table's maps on the pool's threads (a partition each: a large table's frees take a
+/// tenth of a second on one thread).
+pub(crate) fn drop_on<M: Send>(maps: Vec<M>, pool: &rayon::ThreadPool) {
+    pool.install(|| maps.into_par_iter().for_each(drop));
+}
 
+impl WordCounts {
     /// Adds the packed words of a shared table to `self`, if nothing else holds it.
     pub(crate) fn take_shared(&mut self, shared: Arc<SharedParts>) -> Result<(), TableError> {
         if let Some(parts) = Arc::into_inner(shared) {

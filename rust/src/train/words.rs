@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::{merge_word, Pair, TokenId, TrainError};
-use crate::count::WordCounts;
+use crate::count::{drop_on, WordCounts};
 use crate::FastMap;
 
 /// How the arena stores a token id: as a u16 when every id of the run is below 2^16 (up to
@@ -226,7 +226,7 @@ impl<T: Token> Words<T> {
     /// words in hash order. Words of fewer than 2 bytes hold no pair, now or later, and words
     /// counted 0 times weigh nothing (as in SPEC's reference): both are left out.
     pub fn new(counts: WordCounts, pool: &rayon::ThreadPool) -> Result<Self, TrainError> {
-        let (short, long) = counts.maps();
+        let (short, long_maps) = counts.into_maps();
         // Packed words with their bytes first (big-endian): sorting the keys sorts the words.
         let mut keys: Vec<(u128, u64)> = pool.install(|| {
             short
@@ -238,11 +238,14 @@ impl<T: Token> Words<T> {
                 })
                 .collect()
         });
+        // Freed now that their keys are copied, before the arena is made: the two did not need
+        // to be held together (peak RSS).
+        drop_on(short, pool);
         pool.install(|| keys.par_sort_unstable_by_key(|e| e.0));
         // Ordered by their first 8 bytes only: enough to put alike words together, and cheap.
         // The prefix sits beside each word's reference, so the sort reads no word's bytes.
         let prefix = |w: &[u8]| u64::from_be_bytes(w[..8].try_into().unwrap_or_default());
-        let mut long: Vec<(u64, &[u8], u64)> = long
+        let mut long: Vec<(u64, &[u8], u64)> = long_maps
             .iter()
             .flatten()
             .filter(|&(_, &n)| n > 0)
@@ -300,7 +303,7 @@ impl<T: Token> Words<T> {
         });
         drop(long);
         drop(keys);
-        counts.drop_on(pool);
+        drop_on(long_maps, pool);
         Ok(Words { arena, refs })
     }
 
