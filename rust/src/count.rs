@@ -154,15 +154,7 @@ impl WordCounts {
     pub(crate) fn into_maps(self) -> (Vec<FastMap<u128, u64>>, Vec<FastMap<Box<[u8]>, u64>>) {
         (self.short, self.long)
     }
-}
 
-/// Frees a table's maps on the pool's threads (a partition each: a large table's frees take a
-/// tenth of a second on one thread).
-pub(crate) fn drop_on<M: Send>(maps: Vec<M>, pool: &rayon::ThreadPool) {
-    pool.install(|| maps.into_par_iter().for_each(drop));
-}
-
-impl WordCounts {
     /// Adds the packed words of a shared table to `self`, if nothing else holds it.
     pub(crate) fn take_shared(&mut self, shared: Arc<SharedParts>) -> Result<(), TableError> {
         if let Some(parts) = Arc::into_inner(shared) {
@@ -225,6 +217,12 @@ impl WordCounts {
         let (short, long) = summed.into_iter().unzip();
         Ok(WordCounts { short, long })
     }
+}
+
+/// Frees a table's maps on the pool's threads (a partition each: a large table's frees take a
+/// tenth of a second on one thread).
+pub(crate) fn drop_on<M: Send>(maps: Vec<M>, pool: &rayon::ThreadPool) {
+    pool.install(|| maps.into_par_iter().for_each(drop));
 }
 
 /// Adds the counts of `from` into `into` (iterating the smaller of the two).
