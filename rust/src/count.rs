@@ -793,6 +793,17 @@ pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts,
 mod tests {
     use super::*;
 
+    /// Training's counting: the GPT-2 pattern, `specials`, strict UTF-8.
+    fn config(specials: &[&str], chunk_size: usize, num_threads: usize) -> CountConfig {
+        CountConfig {
+            specials: Specials::new(specials).unwrap(),
+            pretok: Pretokenizer::Gpt2,
+            strict: true,
+            chunk_size,
+            num_threads,
+        }
+    }
+
     #[test]
     fn decode_replaces_maximal_subparts() {
         let mut out = String::new();
@@ -835,13 +846,7 @@ mod tests {
         let path = dir.join("c.txt");
         let text = "the cat<|e|>  sat\n\non the mat's  mat<|e|>é 12 ab".repeat(50);
         std::fs::write(&path, &text).unwrap();
-        let config = |chunk_size, num_threads| CountConfig {
-            specials: Specials::new(&["<|e|>"]).unwrap(),
-            pretok: Pretokenizer::Gpt2,
-            strict: true,
-            chunk_size,
-            num_threads,
-        };
+        let config = |chunk_size, num_threads| config(&["<|e|>"], chunk_size, num_threads);
         let whole = count_file(&path, 0, u64::MAX, &config(1 << 20, 1), &mut |_| true)
             .unwrap()
             .0;
@@ -858,13 +863,7 @@ mod tests {
     fn counts_past_the_hot_cache_are_exact() {
         // far more distinct words than the cache holds, skewed as real text is, so that words
         // are evicted, queued, flushed and met again
-        let mut seed = 11u64;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut next = crate::numbers(11);
         let pool: Vec<String> = (0..150_000)
             .map(|_| {
                 let len = 1 + next(24) as usize;
@@ -880,16 +879,9 @@ mod tests {
             text.push_str(word);
             *want.entry(format!(" {word}").into_bytes()).or_default() += 1;
         }
-        let config = CountConfig {
-            specials: Specials::new::<&str>(&[]).unwrap(),
-            pretok: Pretokenizer::Gpt2,
-            strict: true,
-            chunk_size: 1 << 20,
-            num_threads: 1,
-        };
         let mut counter = Counter::default();
         counter
-            .add_document(&text, &config, &AtomicBool::new(false))
+            .add_document(&text, &config(&[], 1 << 20, 1), &AtomicBool::new(false))
             .unwrap();
         let mut got = std::collections::HashMap::new();
         counter.finish().unwrap().for_each(|w, n| {
@@ -911,13 +903,7 @@ mod tests {
                 )
             })
             .collect();
-        let config = |num_threads| CountConfig {
-            specials: Specials::new::<&str>(&[]).unwrap(),
-            pretok: Pretokenizer::Gpt2,
-            strict: true,
-            chunk_size: 1 << 20,
-            num_threads,
-        };
+        let config = |num_threads| config(&[], 1 << 20, num_threads);
         let one = count_texts(&texts, &config(1)).unwrap();
         assert!(one.len() > 200, "{} words", one.len());
         for threads in [2, 3, 8] {

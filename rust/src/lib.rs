@@ -156,6 +156,18 @@ pub(crate) fn mix(key: u128) -> u64 {
     ((key as u64) ^ ((key >> 64) as u64).rotate_left(23)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// Pseudo-random numbers below `n` (a linear congruential generator), the same every run: the
+/// tests' generated inputs.
+#[cfg(test)]
+pub(crate) fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

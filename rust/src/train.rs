@@ -705,19 +705,9 @@ mod tests {
             .collect()
     }
 
-    /// Pseudo-random numbers below `n` (a linear congruential generator), the same every run.
-    fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
-        move |n| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        }
-    }
-
     #[test]
     fn words_merge_as_the_plain_loop_does_with_u16_and_u32_tokens() {
-        let mut next = numbers(7);
+        let mut next = crate::numbers(7);
         for _ in 0..3000 {
             // Lengths around the 64-token mask and the units; few ids, so pairs repeat.
             let len = next(80) as usize;
@@ -830,7 +820,7 @@ mod tests {
 
     #[test]
     fn progress_is_told_on_the_calling_thread_and_stops_the_loop() {
-        let mut next = numbers(99);
+        let mut next = crate::numbers(99);
         let mut wc = WordCounts::default();
         for _ in 0..200_000 {
             let word: Vec<u8> = (0..10).map(|_| b'a' + next(26) as u8).collect();
@@ -865,7 +855,7 @@ mod tests {
     #[test]
     fn untracked_pairs_and_recounts_give_the_same_merges() {
         // Words of a small alphabet with skewed counts, so that merges make many new pairs.
-        let mut next = numbers(12345);
+        let mut next = crate::numbers(12345);
         let words: Vec<(Vec<u8>, u64)> = (0..4000)
             .map(|_| {
                 let len = 2 + next(12) as usize;

@@ -543,13 +543,8 @@ mod tests {
         // random pairs of 2,000 ids, most tokens on one side only or on none; every pair of
         // ids up to 2,100 (past the last id in any merge) looked up
         let byte_ids: [TokenId; 256] = std::array::from_fn(|b| b as TokenId);
-        let mut x = 7u64;
-        let mut next = |n: u64| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((x >> 33) % n) as TokenId
-        };
+        let mut numbers = crate::numbers(7);
+        let mut next = |n: u64| numbers(n) as TokenId;
         for n_merges in [10, 3000] {
             let merges: Vec<_> = (0..n_merges)
                 .map(|r| ((next(1000), 1000 + next(1000)), 2000 + r))
