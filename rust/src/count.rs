@@ -14,6 +14,9 @@ use rayon::prelude::*;
 use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
 use crate::{hot_slot, pack_at, pack_word, FastMap, PACKED_MAX};
 
+mod long;
+pub(crate) use long::LongWords;
+
 /// Errors of the counting stage.
 #[derive(Debug, thiserror::Error)]
 pub enum CountError {
@@ -76,7 +79,7 @@ pub enum TableError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WordCounts {
     short: Vec<FastMap<u128, u64>>,
-    long: Vec<FastMap<Box<[u8]>, u64>>,
+    long: Vec<LongWords>,
 }
 
 /// Partitions of the packed words.
@@ -101,7 +104,7 @@ impl Default for WordCounts {
     fn default() -> Self {
         WordCounts {
             short: vec![FastMap::default(); PARTS],
-            long: vec![FastMap::default(); PARTS],
+            long: vec![LongWords::default(); PARTS],
         }
     }
 }
@@ -114,14 +117,7 @@ impl WordCounts {
             let key = pack_word(word);
             add_one(&mut self.short[part_of(key)], key, n)
         } else {
-            let map = &mut self.long[long_part_of(word)];
-            match map.get_mut(word) {
-                Some(count) => {
-                    *count = count.checked_add(n).ok_or(TableError::Overflow)?;
-                    Ok(())
-                }
-                None => add_one(map, word.into(), n),
-            }
+            self.long[long_part_of(word)].add(word, n)
         }
     }
 
@@ -142,7 +138,7 @@ impl WordCounts {
             let buf = key.to_le_bytes();
             f(&buf[..buf[15] as usize], n);
         }
-        for (word, &n) in self.long.iter().flatten() {
+        for (word, n) in self.long.iter().flat_map(LongWords::iter) {
             f(word, n);
         }
     }
@@ -151,7 +147,7 @@ impl WordCounts {
     /// and the longer words, each in partitions (so that readers can go over them on several
     /// threads, and free them apart: see `drop_on`).
     #[allow(clippy::type_complexity)]
-    pub(crate) fn into_maps(self) -> (Vec<FastMap<u128, u64>>, Vec<FastMap<Box<[u8]>, u64>>) {
+    pub(crate) fn into_maps(self) -> (Vec<FastMap<u128, u64>>, Vec<LongWords>) {
         (self.short, self.long)
     }
 
@@ -171,7 +167,7 @@ impl WordCounts {
             add_all(mine, theirs)?;
         }
         for (mine, theirs) in self.long.iter_mut().zip(other.long) {
-            add_all(mine, theirs)?;
+            mine.absorb(theirs)?;
         }
         Ok(())
     }
@@ -180,7 +176,7 @@ impl WordCounts {
 impl WordCounts {
     /// The sum of the tables of several workers, partition by partition on as many threads.
     pub fn sum(tables: Vec<WordCounts>) -> Result<WordCounts, TableError> {
-        type Part = (Vec<FastMap<u128, u64>>, Vec<FastMap<Box<[u8]>, u64>>);
+        type Part = (Vec<FastMap<u128, u64>>, Vec<LongWords>);
         let mut parts: Vec<Part> = (0..PARTS).map(|_| Default::default()).collect();
         let n_threads = tables.len().max(1);
         for table in tables {
@@ -192,16 +188,18 @@ impl WordCounts {
                 part.1.push(long);
             }
         }
-        fn fold<K: std::hash::Hash + Eq>(
-            maps: &mut Vec<FastMap<K, u64>>,
-        ) -> Result<FastMap<K, u64>, TableError> {
+        fn fold<M: Default>(
+            maps: &mut Vec<M>,
+            add: impl Fn(&mut M, M) -> Result<(), TableError>,
+        ) -> Result<M, TableError> {
             let mut acc = maps.pop().unwrap_or_default();
             for m in maps.drain(..) {
-                add_all(&mut acc, m)?;
+                add(&mut acc, m)?;
             }
             Ok(acc)
         }
-        let fold_part = |(short, long): &mut Part| Ok((fold(short)?, fold(long)?));
+        let fold_part =
+            |(short, long): &mut Part| Ok((fold(short, add_all)?, fold(long, LongWords::absorb)?));
         // A pool that cannot start (no memory for the threads' stacks) leaves the work to this
         // thread rather than aborting.
         let summed: Vec<_> = match rayon::ThreadPoolBuilder::new()

@@ -247,9 +247,9 @@ impl<T: Token> Words<T> {
         let prefix = |w: &[u8]| u64::from_be_bytes(w[..8].try_into().unwrap_or_default());
         let mut long: Vec<(u64, &[u8], u64)> = long_maps
             .iter()
-            .flatten()
-            .filter(|&(_, &n)| n > 0)
-            .map(|(w, &n)| (prefix(w), &w[..], n))
+            .flat_map(|part| part.iter())
+            .filter(|&(_, n)| n > 0)
+            .map(|(w, n)| (prefix(w), w, n))
             .collect();
         pool.install(|| long.par_sort_unstable_by_key(|e| e.0));
 
