@@ -12,7 +12,7 @@
 //! - A pair's word list is complete, sorted and free of repeats from the merge that makes its
 //!   newer token on (only that merge can create it), so lists are never sorted or appended to.
 //! - Merges of a few hundred words or more are split over the threads in runs of words, each
-//!   with its own arrays.
+//!   with its own arrays; the new pairs' word lists are then gathered on two threads.
 //! - The heap keeps stale entries and re-checks them when they surface, so a decrease costs
 //!   nothing; words shrink in place, so the arena never grows.
 //! - Pairs that cannot win are not tracked (see `Floor`): most pairs a merge makes are rare
