@@ -25,6 +25,18 @@ struct Entry {
     count: u64,
 }
 
+impl Entry {
+    /// The entry's word, in its partition's `bytes`.
+    fn word<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+        &bytes[self.start..self.start + self.len]
+    }
+
+    /// Whether the entry holds `word`, whose hash is `hash`.
+    fn holds(&self, hash: u64, word: &[u8], bytes: &[u8]) -> bool {
+        self.hash == hash && self.word(bytes) == word
+    }
+}
+
 fn hash_of(word: &[u8]) -> u64 {
     foldhash::fast::FixedState::default().hash_one(word)
 }
@@ -38,8 +50,7 @@ impl LongWords {
 
     fn add_hashed(&mut self, hash: u64, word: &[u8], n: u64) -> Result<(), TableError> {
         let bytes = &self.bytes;
-        let same = |e: &Entry| e.hash == hash && &bytes[e.start..e.start + e.len] == word;
-        if let Some(e) = self.table.find_mut(hash, same) {
+        if let Some(e) = self.table.find_mut(hash, |e| e.holds(hash, word, bytes)) {
             e.count = e.count.checked_add(n).ok_or(TableError::Overflow)?;
             return Ok(());
         }
@@ -68,9 +79,7 @@ impl LongWords {
 
     /// Every word and its count, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
-        self.table
-            .iter()
-            .map(|e| (&self.bytes[e.start..e.start + e.len], e.count))
+        self.table.iter().map(|e| (e.word(&self.bytes), e.count))
     }
 
     /// Adds every count of `other` (the larger of the two takes the smaller's words; hashes
@@ -80,7 +89,7 @@ impl LongWords {
             std::mem::swap(self, &mut other);
         }
         for e in other.table.iter() {
-            self.add_hashed(e.hash, &other.bytes[e.start..e.start + e.len], e.count)?;
+            self.add_hashed(e.hash, e.word(&other.bytes), e.count)?;
         }
         Ok(())
     }
@@ -90,14 +99,12 @@ impl PartialEq for LongWords {
     /// The same words with the same counts, whatever their order.
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len()
-            && self.iter().all(|(w, n)| {
-                let hash = hash_of(w);
+            && self.table.iter().all(|e| {
+                let word = e.word(&self.bytes);
                 other
                     .table
-                    .find(hash, |e| {
-                        e.hash == hash && &other.bytes[e.start..e.start + e.len] == w
-                    })
-                    .is_some_and(|e| e.count == n)
+                    .find(e.hash, |o| o.holds(e.hash, word, &other.bytes))
+                    .is_some_and(|o| o.count == e.count)
             })
     }
 }
