@@ -182,10 +182,8 @@ fn merge_word<T: Token>(
             continue; // overlaps the occurrence just merged (a = b)
         }
         if p > i {
-            for k in i..p {
-                t[j] = t[k];
-                j += 1;
-            }
+            t.copy_within(i..p, j);
+            j += p - i;
             merged = false;
         }
         if j > 0 {
@@ -204,11 +202,8 @@ fn merge_word<T: Token>(
         i = p + 2;
         merged = true;
     }
-    for k in i..len {
-        t[j] = t[k];
-        j += 1;
-    }
-    j
+    t.copy_within(i..len, j);
+    j + len - i
 }
 
 /// `merge_word` token by token, for words of more than 64 tokens.
