@@ -148,23 +148,10 @@ pub(super) fn units<T: Token>(cap: usize) -> usize {
     1 + cap.div_ceil(T::UNIT)
 }
 
-/// The length now of the word whose header starts at `o`.
-#[inline(always)]
-pub(super) fn len_at<T: Token>(arena: &[T], o: usize) -> usize {
-    T::header(&arena[o..])[0] as usize
-}
-
 /// Sets the length of the word whose header starts at `o`.
 #[inline(always)]
 pub(super) fn set_len<T: Token>(arena: &mut [T], o: usize, len: usize) {
     T::set_field(&mut arena[o..], 0, len as u32);
-}
-
-/// The count of the word whose header starts at `o`.
-#[inline(always)]
-pub(super) fn count_at<T: Token>(arena: &[T], o: usize) -> u64 {
-    let h = T::header(&arena[o..]);
-    h[2] as u64 | (h[3] as u64) << 32
 }
 
 /// The offset one past the word whose header starts at `o`.
@@ -368,8 +355,11 @@ impl<T: Token> Words<T> {
                 .par_iter()
                 .map(|ws| {
                     let mut tally = Tally::default();
-                    for_each_pair(arena, ws, |p, n, w| tally.add(p, n, w))?;
-                    Ok(tally)
+                    for_each_pair(arena, ws, |p, n, w| tally.add(p, n, w));
+                    match tally.too_large {
+                        Some(p) => Err(too_large(p)),
+                        None => Ok(tally),
+                    }
                 })
                 .collect::<Result<Vec<_>, TrainError>>()
         })?;
@@ -417,15 +407,16 @@ impl<T: Token> Words<T> {
                 .zip(parts.par_iter_mut())
                 .for_each(|(ws, parts)| {
                     let mut last = vec![u32::MAX; n_slots];
-                    let Ok(()) = for_each_pair(arena, ws, |p, _, w| {
+                    for_each_pair(arena, ws, |p, _, w| {
                         let g = slots.find(p);
                         if last[g] != w {
                             last[g] = w;
                             let part = std::mem::take(&mut parts[g]);
-                            part[0] = w;
-                            parts[g] = &mut part[1..];
+                            if let Some((first, rest)) = part.split_first_mut() {
+                                *first = w;
+                                parts[g] = rest;
+                            }
                         }
-                        Ok::<(), std::convert::Infallible>(())
                     });
                 })
         });
@@ -443,19 +434,21 @@ impl<T: Token> Words<T> {
 }
 
 /// Calls `f(pair, count, word)` for every pair occurrence of the words `ws`.
-fn for_each_pair<T: Token, E>(
-    arena: &[T],
-    ws: &[u32],
-    mut f: impl FnMut(Pair, u64, u32) -> Result<(), E>,
-) -> Result<(), E> {
+#[inline(always)]
+fn for_each_pair<T: Token>(arena: &[T], ws: &[u32], mut f: impl FnMut(Pair, u64, u32)) {
     for &w in ws {
         let o = w as usize * T::UNIT;
-        let (len, n) = (len_at(arena, o), count_at(arena, o));
-        for p in arena[o + T::UNIT..o + T::UNIT + len].windows(2) {
-            f((p[0].id(), p[1].id()), n, w)?;
+        let [len, _, low, high] = T::header(&arena[o..]);
+        let n = low as u64 | (high as u64) << 32;
+        let tokens = &arena[o + T::UNIT..][..len as usize];
+        if let Some((&first, rest)) = tokens.split_first() {
+            let mut x = first.id();
+            for &y in rest {
+                f((x, y.id()), n, w);
+                x = y.id();
+            }
         }
     }
-    Ok(())
 }
 
 /// One run's pair counts and list sizes by slot. Byte pairs (all of them, unless training goes
@@ -467,6 +460,8 @@ struct Tally {
     sizes: Vec<u32>,
     last: Vec<u32>,
     slots: Slots,
+    /// The first pair whose count passed 2^64 - 1 (kept aside: no branch to an error per pair).
+    too_large: Option<Pair>,
 }
 
 const BYTE_PAIRS: usize = 1 << 16;
@@ -478,6 +473,7 @@ impl Default for Tally {
             sizes: vec![0; BYTE_PAIRS],
             last: vec![u32::MAX; BYTE_PAIRS],
             slots: Slots::default(),
+            too_large: None,
         }
     }
 }
@@ -485,20 +481,22 @@ impl Default for Tally {
 impl Tally {
     /// Adds an occurrence of `p` in the word `w`, counted `n` times.
     #[inline(always)]
-    fn add(&mut self, p: Pair, n: u64, w: u32) -> Result<(), TrainError> {
+    fn add(&mut self, p: Pair, n: u64, w: u32) {
         let slot = self.slots.of(p);
         if slot == self.counts.len() {
             self.counts.push(0);
             self.sizes.push(0);
             self.last.push(u32::MAX);
         }
-        let count = &mut self.counts[slot];
-        *count = count.checked_add(n).ok_or_else(|| too_large(p))?;
+        let (count, over) = self.counts[slot].overflowing_add(n);
+        self.counts[slot] = count;
+        if over {
+            self.too_large.get_or_insert(p);
+        }
         if self.last[slot] != w {
             self.last[slot] = w;
             self.sizes[slot] += 1;
         }
-        Ok(())
     }
 }
 
