@@ -836,8 +836,7 @@ mod tests {
             // Token by token (the path of words past 64 tokens), the same moves.
             let mut by_token = word.clone();
             let mut token_moves = Vec::new();
-            let ab = (pair.0, pair.1);
-            let n = merge_long_word(&mut by_token, len, ab, 300, record(&mut token_moves));
+            let n = merge_long_word(&mut by_token, len, pair, 300, record(&mut token_moves));
             assert_eq!(by_token[..n], plain[..], "{word:?} {pair:?}");
             assert_eq!(moves, token_moves, "{word:?} {pair:?}");
             // Each occurrence moves its left and right neighbours, or a run between two.
