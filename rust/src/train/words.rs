@@ -154,20 +154,26 @@ pub(super) fn set_len<T: Token>(arena: &mut [T], o: usize, len: usize) {
     T::set_field(&mut arena[o..], 0, len as u32);
 }
 
+/// The length now, the length at the start and the count of the word whose header starts at `o`.
+#[inline(always)]
+fn header_at<T: Token>(arena: &[T], o: usize) -> (usize, usize, u64) {
+    let [len, cap, low, high] = T::header(&arena[o..]);
+    (len as usize, cap as usize, low as u64 | (high as u64) << 32)
+}
+
 /// The offset one past the word whose header starts at `o`.
 #[inline(always)]
 pub(super) fn end_at<T: Token>(arena: &[T], o: usize) -> usize {
-    o + units::<T>(T::header(&arena[o..])[1] as usize) * T::UNIT
+    o + units::<T>(header_at(arena, o).1) * T::UNIT
 }
 
 /// The length now and the count of the word whose header starts at `o`, and its tokens with
 /// the padding of its last unit.
 #[inline(always)]
 pub(super) fn word_at<T: Token>(arena: &mut [T], o: usize) -> (usize, u64, &mut [T]) {
-    let [len, cap, low, high] = T::header(&arena[o..]);
-    let end = o + units::<T>(cap as usize) * T::UNIT;
-    let count = low as u64 | (high as u64) << 32;
-    (len as usize, count, &mut arena[o + T::UNIT..end])
+    let (len, cap, count) = header_at(arena, o);
+    let end = o + units::<T>(cap) * T::UNIT;
+    (len, count, &mut arena[o + T::UNIT..end])
 }
 
 /// The words in one arena, and where each starts (in units).
@@ -276,10 +282,11 @@ impl<T: Token> Words<T> {
                 .zip(parts.par_iter_mut())
                 .for_each(|(&(short, long), parts)| {
                     for_each_word(short, long, |w, n| {
-                        let part = std::mem::take(&mut parts[group_of(w)]);
+                        let g = group_of(w);
+                        let part = std::mem::take(&mut parts[g]);
                         let (word, rest) = part.split_at_mut(units::<T>(w.len()) * T::UNIT);
                         write_word(word, w, n);
-                        parts[group_of(w)] = rest;
+                        parts[g] = rest;
                     })
                 })
         });
@@ -439,9 +446,8 @@ impl<T: Token> Words<T> {
 fn for_each_pair<T: Token>(arena: &[T], ws: &[u32], mut f: impl FnMut(Pair, u64, u32)) {
     for &w in ws {
         let o = w as usize * T::UNIT;
-        let [len, _, low, high] = T::header(&arena[o..]);
-        let n = low as u64 | (high as u64) << 32;
-        let tokens = &arena[o + T::UNIT..][..len as usize];
+        let (len, _, n) = header_at(arena, o);
+        let tokens = &arena[o + T::UNIT..][..len];
         if let Some((&first, rest)) = tokens.split_first() {
             let mut x = first.id();
             for &y in rest {
