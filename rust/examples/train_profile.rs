@@ -1,6 +1,7 @@
 //! Times the merge loop on the counts of a `.bpc` file, for profiling (perf, callgrind) without
 //! Python:  cargo run --profile profiling --example train_profile -- COUNTS.bpc [merges] [threads]
-//! (a text file in place of COUNTS.bpc is counted first, and the loop gets counting's table)
+//! (a text file in place of COUNTS.bpc is counted first, and the loop gets counting's table;
+//! 0 merges times the counting alone)
 //! Prints the time and an FNV-1a hash of the merges (to compare builds).
 use std::time::Instant;
 
@@ -31,6 +32,10 @@ fn main() {
         print!("counted in {:.3} s; ", t.elapsed().as_secs_f64());
     }
     let words = counts.len();
+    if merges == 0 {
+        println!("{words} words"); // counting alone
+        return;
+    }
     let t = Instant::now();
     let r = bytepair_core::train::train(counts, merges, threads, &mut |_| true).unwrap();
     let s = t.elapsed().as_secs_f64();

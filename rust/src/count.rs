@@ -15,6 +15,7 @@ use crate::pretokenize::{Piece, PretokenizeError, Pretokenizer, Specials};
 use crate::{hot_slot, pack_at, pack_word, FastMap, PACKED_MAX};
 
 mod long;
+use long::LongQueue;
 pub(crate) use long::LongWords;
 
 /// Errors of the counting stage.
@@ -93,11 +94,11 @@ fn part_of(key: u128) -> usize {
     (mixed >> 24) as usize % PARTS
 }
 
-/// The partition of a word longer than `PACKED_MAX` bytes, from its first and last 15.
+/// The partition of a word longer than `PACKED_MAX` bytes, from its `long::hash_of` (middle
+/// bits: the table within uses the low and the high ones).
 #[inline(always)]
-fn long_part_of(word: &[u8]) -> usize {
-    let ends = pack_word(&word[..PACKED_MAX]) ^ pack_word(&word[word.len() - PACKED_MAX..]);
-    part_of(ends ^ word.len() as u128)
+fn long_part(hash: u64) -> usize {
+    (hash >> 32) as usize % PARTS
 }
 
 impl Default for WordCounts {
@@ -117,7 +118,8 @@ impl WordCounts {
             let key = pack_word(word);
             add_one(&mut self.short[part_of(key)], key, n)
         } else {
-            self.long[long_part_of(word)].add(word, n)
+            let hash = long::hash_of(word);
+            self.long[long_part(hash)].add_hashed(hash, word, n)
         }
     }
 
@@ -151,11 +153,13 @@ impl WordCounts {
         (self.short, self.long)
     }
 
-    /// Adds the packed words of a shared table to `self`, if nothing else holds it.
+    /// Adds the words of a shared table to `self`, if nothing else holds it.
     pub(crate) fn take_shared(&mut self, shared: Arc<SharedParts>) -> Result<(), TableError> {
         if let Some(parts) = Arc::into_inner(shared) {
-            for (mine, theirs) in self.short.iter_mut().zip(parts) {
-                add_all(mine, theirs.into_inner().unwrap_or_else(|p| p.into_inner()))?;
+            for ((short, long), part) in self.short.iter_mut().zip(&mut self.long).zip(parts) {
+                let (theirs, their_long) = part.into_inner().unwrap_or_else(|p| p.into_inner());
+                add_all(short, theirs)?;
+                long.absorb(their_long)?;
             }
         }
         Ok(())
@@ -259,21 +263,21 @@ fn add_one<K: std::hash::Hash + Eq>(
 /// words of 2-15 bytes (direct-mapped at 512 KB, 80%: the misses' queueing and flushing were a
 /// third of counting; large corpus, 2 threads, 2.00-2.13 -> 1.85-1.87 s). 2. What it evicts is
 /// queued per partition and applied in batches, so one small partition map is updated at a time
-/// while it sits in cache. The partitions of packed words are shared by the counters of one
-/// count (`Counter::sharing`), each behind a lock taken once a flush: one table for all threads,
-/// not one each to sum at the end (summing two took 0.08-0.10 s of 1.75 s on the large corpus,
-/// and each thread's table held most of the words again).
+/// while it sits in cache. Words longer than `PACKED_MAX` bytes skip the cache and are queued
+/// likewise. The partitions are shared by the counters of one count (`Counter::sharing`), each
+/// behind a lock taken once a flush: one table for all threads, not one each to sum at the end
+/// (summing two took 0.08-0.10 s of 1.75 s on the large corpus, and each thread's table held
+/// most of the words again).
 pub struct Counter {
     hot: Vec<HotSet>,
-    /// Two batches of keys and slots: the pending one (`keys[pending]`, `n_pending` of them) is
-    /// looked up one batch late (see `add_batch`), the other is filled meanwhile.
-    keys: [[(u128, usize); BATCH]; 2],
-    pending: usize,
-    n_pending: usize,
+    /// The keys and cache slots of the last `AHEAD` words, whose lines were asked for: word
+    /// `i` at `i % AHEAD`, `n_seen` words so far.
+    ahead: [(u128, usize); AHEAD],
+    n_seen: usize,
     queued: Vec<Vec<(u128, u64)>>,
+    /// Words of more than `PACKED_MAX` bytes, queued per partition as the evicted ones are.
+    queued_long: Vec<LongQueue>,
     shared: Arc<SharedParts>,
-    /// Words of more than `PACKED_MAX` bytes (its packed partitions stay empty).
-    counts: WordCounts,
     /// The first table error; kept aside so that the hot loop does not branch on results.
     error: Option<TableError>,
 }
@@ -287,14 +291,22 @@ struct HotSet([(u128, u64); 2]);
 const HOT_BITS: u32 = 15;
 /// Sets (of two entries) in the cache.
 const HOT_SLOTS: usize = 1 << HOT_BITS;
-/// Words looked up in the cache together (`Counter::add_batch`).
+/// Spans the scanner hands to `Counter::add_batch` at a time.
 const BATCH: usize = 64;
+/// How many words after its own a word is looked up in the cache (`Counter::add_batch`; 8 was
+/// slower, 32 no faster).
+const AHEAD: usize = 16;
 /// Evicted counts queued per partition before they are applied (8 MB a thread: large corpus, 2
 /// threads, 1.79-1.89 s at 512, 1.73-1.75 s at 1024, 2048 no clearer).
 const QUEUE: usize = 1024;
+/// Bytes of long words queued per partition before they are counted. Why queue them: counted
+/// one at a time, they were 1.6% of the large corpus's words but 15% of counting's time (perf),
+/// and each thread's table of them was summed at the end (large corpus, 2 threads: 1.91-2.04 s
+/// before, queued by 4 KB 1.68-1.84 s, by 16 KB 1.62-1.68 s, with `AHEAD` below).
+const LONG_QUEUE: usize = 16384;
 
-/// The packed words' partitions of one count, shared by its counters.
-type SharedParts = Vec<Mutex<FastMap<u128, u64>>>;
+/// The partitions of one count (packed words and longer ones), shared by its counters.
+type SharedParts = Vec<Mutex<(FastMap<u128, u64>, LongWords)>>;
 
 impl Default for Counter {
     /// A counter with a table of its own.
@@ -313,57 +325,67 @@ impl Counter {
     pub fn sharing(shared: &Arc<SharedParts>) -> Self {
         Counter {
             hot: vec![HotSet::default(); HOT_SLOTS],
-            keys: [[(0, 0); BATCH]; 2],
-            pending: 0,
-            n_pending: 0,
+            ahead: [(0, 0); AHEAD],
+            n_seen: 0,
             queued: (0..PARTS).map(|_| Vec::with_capacity(QUEUE)).collect(),
+            queued_long: (0..PARTS).map(|_| LongQueue::default()).collect(),
             shared: Arc::clone(shared),
-            counts: WordCounts::default(),
             error: None,
         }
     }
 }
 
 impl Counter {
-    /// Counts one occurrence of each word `b[start..end]` of `spans`, in two steps a batch
-    /// apart: keys and cache slots now (asking for each slot's line), the cache lookups with the
-    /// next batch. Why: looked up right after their own batch, the first words' lines had not
-    /// arrived (perf: a quarter of this function's samples on the hit's increment).
+    /// Counts one occurrence of each word `b[start..end]` of `spans`: its key and cache slot
+    /// now (asking for the slot's line), its cache lookup `AHEAD` words later. Why: looked up
+    /// at once, a word waited for its line (perf: a quarter of this function's samples on the
+    /// hit's increment); asked for a batch of 64 at once, the lines' requests queued up.
     fn add_batch(&mut self, b: &[u8], spans: &[(usize, usize)]) {
-        let fill = 1 - self.pending;
-        let mut n = 0;
         for &(start, end) in spans {
             // one-byte words too: a branch of their own was mispredicted more than it saved
             if end - start <= PACKED_MAX {
                 let key = pack_at(b, start, end - start);
                 let slot = hot_slot(key, HOT_BITS);
                 crate::prefetch(self.hot.as_ptr().wrapping_add(slot));
-                self.keys[fill][n] = (key, slot);
-                n += 1;
-            } else if let Err(e) = self.counts.add(&b[start..end], 1) {
-                self.error.get_or_insert(e);
+                let at = self.n_seen % AHEAD;
+                let (key, slot) = std::mem::replace(&mut self.ahead[at], (key, slot));
+                if self.n_seen >= AHEAD {
+                    self.look_up(key, slot);
+                }
+                self.n_seen += 1;
+            } else {
+                let word = &b[start..end];
+                let hash = long::hash_of(word);
+                let part = long_part(hash);
+                if self.queued_long[part].push(hash, word) >= LONG_QUEUE {
+                    self.flush(part);
+                }
             }
         }
-        self.look_up_pending();
-        self.pending = fill;
-        self.n_pending = n;
     }
 
-    /// Counts the pending keys in the hot cache, queueing what they evict.
+    /// Looks up the words still ahead.
     fn look_up_pending(&mut self) {
-        for i in 0..std::mem::take(&mut self.n_pending) {
-            let (key, slot) = self.keys[self.pending][i];
-            let set = &mut self.hot[slot].0;
-            if set[0].0 == key {
-                set[0].1 += 1;
-            } else if set[1].0 == key {
-                set[1].1 += 1;
-            } else {
-                let victim = usize::from(set[1].1 < set[0].1);
-                let (old, evicted) = std::mem::replace(&mut set[victim], (key, 1));
-                if evicted > 0 {
-                    self.queue(old, evicted);
-                }
+        let n = std::mem::take(&mut self.n_seen);
+        for i in n.saturating_sub(AHEAD)..n {
+            let (key, slot) = self.ahead[i % AHEAD];
+            self.look_up(key, slot);
+        }
+    }
+
+    /// Counts `key` in the hot cache (at `slot`), queueing what it evicts.
+    #[inline(always)]
+    fn look_up(&mut self, key: u128, slot: usize) {
+        let set = &mut self.hot[slot].0;
+        if set[0].0 == key {
+            set[0].1 += 1;
+        } else if set[1].0 == key {
+            set[1].1 += 1;
+        } else {
+            let victim = usize::from(set[1].1 < set[0].1);
+            let (old, evicted) = std::mem::replace(&mut set[victim], (key, 1));
+            if evicted > 0 {
+                self.queue(old, evicted);
             }
         }
     }
@@ -383,12 +405,13 @@ impl Counter {
         let mut map = self.shared[part]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let map = &mut *map;
+        let (map, long) = &mut *map;
         let queue = &mut self.queued[part];
         let result = queue
             .drain(..)
             .try_for_each(|(key, n)| add_one(map, key, n));
         queue.clear();
+        let result = result.and(self.queued_long[part].drain_into(long));
         if let Err(e) = result {
             self.error.get_or_insert(e);
         }
@@ -427,9 +450,9 @@ impl Counter {
         }
     }
 
-    /// The counts, with the cache and the queues flushed into them: this counter's long words,
-    /// and the shared packed words if nothing else holds them (else `WordCounts::take_shared`
-    /// adds them once every counter has finished).
+    /// The counts, with the cache and the queues flushed into them: the shared table if nothing
+    /// else holds it, else none (`WordCounts::take_shared` adds it once every counter has
+    /// finished).
     pub fn finish(mut self) -> Result<WordCounts, TableError> {
         self.look_up_pending();
         for (key, n) in std::mem::take(&mut self.hot)
@@ -446,8 +469,9 @@ impl Counter {
         if let Some(e) = self.error {
             return Err(e);
         }
-        self.counts.take_shared(self.shared)?;
-        Ok(self.counts)
+        let mut counts = WordCounts::default();
+        counts.take_shared(self.shared)?;
+        Ok(counts)
     }
 }
 
@@ -860,11 +884,11 @@ mod tests {
     #[test]
     fn counts_past_the_hot_cache_are_exact() {
         // far more distinct words than the cache holds, skewed as real text is, so that words
-        // are evicted, queued, flushed and met again
+        // are evicted, queued, flushed and met again; long words fill their queues too
         let mut next = crate::numbers(11);
         let pool: Vec<String> = (0..150_000)
             .map(|_| {
-                let len = 1 + next(24) as usize;
+                let len = 1 + next(40) as usize;
                 (0..len).map(|_| (b'a' + next(26) as u8) as char).collect()
             })
             .collect();

@@ -37,7 +37,7 @@ impl Entry {
     }
 }
 
-fn hash_of(word: &[u8]) -> u64 {
+pub(crate) fn hash_of(word: &[u8]) -> u64 {
     foldhash::fast::FixedState::default().hash_one(word)
 }
 
@@ -48,7 +48,8 @@ impl LongWords {
         self.add_hashed(hash_of(word), word, n)
     }
 
-    fn add_hashed(&mut self, hash: u64, word: &[u8], n: u64) -> Result<(), TableError> {
+    /// `add`, for a word whose `hash_of` is known.
+    pub(crate) fn add_hashed(&mut self, hash: u64, word: &[u8], n: u64) -> Result<(), TableError> {
         let bytes = &self.bytes;
         if let Some(e) = self.table.find_mut(hash, |e| e.holds(hash, word, bytes)) {
             e.count = e.count.checked_add(n).ok_or(TableError::Overflow)?;
@@ -92,6 +93,37 @@ impl LongWords {
             self.add_hashed(e.hash, e.word(&other.bytes), e.count)?;
         }
         Ok(())
+    }
+}
+
+/// Occurrences of long words waiting to be counted into one partition's table (see `Counter`):
+/// their bytes one after another, and each one's hash and end.
+#[derive(Default)]
+pub(crate) struct LongQueue {
+    bytes: Vec<u8>,
+    words: Vec<(u64, usize)>,
+}
+
+impl LongQueue {
+    /// Queues one occurrence of `word` (whose `hash_of` is `hash`); returns the bytes queued.
+    #[inline]
+    pub fn push(&mut self, hash: u64, word: &[u8]) -> usize {
+        self.bytes.extend_from_slice(word);
+        self.words.push((hash, self.bytes.len()));
+        self.bytes.len()
+    }
+
+    /// Counts the queued words into `table`, leaving the queue empty (even on an error).
+    pub fn drain_into(&mut self, table: &mut LongWords) -> Result<(), TableError> {
+        let mut start = 0;
+        let result = self.words.iter().try_for_each(|&(hash, end)| {
+            let word = &self.bytes[start..end];
+            start = end;
+            table.add_hashed(hash, word, 1)
+        });
+        self.bytes.clear();
+        self.words.clear();
+        result
     }
 }
 
