@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::{merge_word, Pair, TokenId, TrainError};
-use crate::count::{drop_on, LongWords, WordCounts};
+use crate::count::{drop_on, LongWords, ShortMap, WordCounts};
 use crate::FastMap;
 
 /// How the arena stores a token id: as a u16 when every id of the run is below 2^16 (up to
@@ -592,10 +592,10 @@ fn group_of(w: &[u8]) -> usize {
 
 /// Calls `f(word, count)` for every word of the partitions `short` and `long` that can hold a
 /// pair: 2 bytes or more, counted more than 0 times.
-fn for_each_word(short: &[FastMap<u128, u64>], long: &[LongWords], mut f: impl FnMut(&[u8], u64)) {
+fn for_each_word(short: &[ShortMap], long: &[LongWords], mut f: impl FnMut(&[u8], u64)) {
     for (short, long) in short.iter().zip(long) {
         for (&key, &n) in short {
-            let buf = key.to_le_bytes();
+            let buf = key.get().to_le_bytes();
             let len = buf[15] as usize;
             if n > 0 && len >= 2 {
                 f(&buf[..len], n);
