@@ -326,9 +326,10 @@ const BATCH: usize = 64;
 /// How many words after its own a word is looked up in the cache (`Counter::add_batch`; 8 was
 /// slower, 32 no faster).
 const AHEAD: usize = 16;
-/// Evicted counts queued per partition before they are applied (6 MB a thread: large corpus, 2
-/// threads, 1.79-1.89 s at 512, 1.73-1.75 s at 1024, 2048 no clearer).
-const QUEUE: usize = 1024;
+/// Evicted counts queued per partition before they are applied (9 MB a thread: large corpus, 2
+/// threads, 1.79-1.89 s at 512, 1.73-1.75 s at 1024 entries of 32 bytes; with entries of 24
+/// bytes, 1.57-1.72 s at 1024, 1.55-1.69 s at 1536, 2048 no clearer).
+const QUEUE: usize = 1536;
 /// Bytes of long words queued per partition before they are counted. Why queue them: counted
 /// one at a time, they were 1.6% of the large corpus's words but 15% of counting's time (perf),
 /// and each thread's table of them was summed at the end (large corpus, 2 threads: 1.91-2.04 s
