@@ -687,6 +687,7 @@ fn merge_loop<T: Token>(
         vocab,
     };
     let mut words = Words::<T>::new(counts, pool)?;
+    crate::give_back_freed_memory(); // the count table's, before the first index is allocated
     words.apply_merges(start);
     if !progress(start.len()) {
         return Ok(stopped(vocab));
