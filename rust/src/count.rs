@@ -333,7 +333,7 @@ const QUEUE: usize = 1536;
 /// Bytes of long words queued per partition before they are counted. Why queue them: counted
 /// one at a time, they were 1.6% of the large corpus's words but 15% of counting's time (perf),
 /// and each thread's table of them was summed at the end (large corpus, 2 threads: 1.91-2.04 s
-/// before, queued by 4 KB 1.68-1.84 s, by 16 KB 1.62-1.68 s, with `AHEAD` below).
+/// before, queued by 4 KB 1.68-1.84 s, by 16 KB 1.62-1.68 s, with `AHEAD`).
 const LONG_QUEUE: usize = 16384;
 
 /// The partitions of one count (packed words and longer ones), shared by its counters.
@@ -388,8 +388,12 @@ impl Counter {
                 let word = &b[start..end];
                 let hash = long::hash_of(word);
                 let part = long_part(hash);
-                if self.queued_long[part].push(hash, word) >= LONG_QUEUE {
-                    self.flush(part);
+                match self.queued_long[part].push(hash, word) {
+                    Ok(queued) if queued < LONG_QUEUE => {}
+                    Ok(_) => self.flush(part),
+                    Err(e) => {
+                        self.error.get_or_insert(e);
+                    }
                 }
             }
         }

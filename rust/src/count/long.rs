@@ -106,11 +106,16 @@ pub(crate) struct LongQueue {
 
 impl LongQueue {
     /// Queues one occurrence of `word` (whose `hash_of` is `hash`); returns the bytes queued.
+    /// Memory that cannot be had is an error, not an abort (a word can be megabytes long).
     #[inline]
-    pub fn push(&mut self, hash: u64, word: &[u8]) -> usize {
+    pub fn push(&mut self, hash: u64, word: &[u8]) -> Result<usize, TableError> {
+        self.bytes
+            .try_reserve(word.len())
+            .and(self.words.try_reserve(1))
+            .map_err(|_| TableError::Full)?;
         self.bytes.extend_from_slice(word);
         self.words.push((hash, self.bytes.len()));
-        self.bytes.len()
+        Ok(self.bytes.len())
     }
 
     /// Counts the queued words into `table`, leaving the queue empty (even on an error).
