@@ -330,11 +330,11 @@ const AHEAD: usize = 16;
 /// threads, 1.79-1.89 s at 512, 1.73-1.75 s at 1024 entries of 32 bytes; with entries of 24
 /// bytes, 1.57-1.72 s at 1024, 1.55-1.69 s at 1536, 2048 no clearer).
 const QUEUE: usize = 1536;
-/// Bytes of long words queued per partition before they are counted. Why queue them: counted
-/// one at a time, they were 1.6% of the large corpus's words but 15% of counting's time (perf),
-/// and each thread's table of them was summed at the end (large corpus, 2 threads: 1.91-2.04 s
-/// before, queued by 4 KB 1.68-1.84 s, by 16 KB 1.62-1.68 s, with `AHEAD`).
-const LONG_QUEUE: usize = 16384;
+/// Bytes of the queue of long words of each partition (2 MB a thread once all are in use, e.g.
+/// in Chinese text). Why queue them: counted one at a time, they were 1.6% of the large
+/// corpus's words but 15% of counting's time (perf), and each thread's table of them was summed
+/// at the end (large corpus, 2 threads: 1.91-2.04 s before, 1.62-1.84 s queued).
+const LONG_QUEUE: usize = 8192;
 
 /// The partitions of one count (packed words and longer ones), shared by its counters.
 type SharedParts = Vec<Mutex<(ShortMap, LongWords)>>;
@@ -386,14 +386,12 @@ impl Counter {
                 self.n_seen += 1;
             } else {
                 let word = &b[start..end];
-                let hash = long::hash_of(word);
-                let part = long_part(hash);
-                match self.queued_long[part].push(hash, word) {
-                    Ok(queued) if queued < LONG_QUEUE => {}
-                    Ok(_) => self.flush(part),
-                    Err(e) => {
-                        self.error.get_or_insert(e);
-                    }
+                let part = long_part(long::hash_of(word));
+                if !self.queued_long[part].fits(word, LONG_QUEUE) {
+                    self.flush(part);
+                }
+                if let Err(e) = self.queued_long[part].push(word, LONG_QUEUE) {
+                    self.error.get_or_insert(e);
                 }
             }
         }
@@ -446,7 +444,7 @@ impl Counter {
             .drain(..)
             .try_for_each(|(key, n)| add_one(map, key, n));
         queue.clear();
-        let result = result.and(self.queued_long[part].drain_into(long));
+        let result = result.and(self.queued_long[part].drain_into(long, LONG_QUEUE));
         if let Err(e) = result {
             self.error.get_or_insert(e);
         }

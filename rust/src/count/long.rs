@@ -97,37 +97,51 @@ impl LongWords {
 }
 
 /// Occurrences of long words waiting to be counted into one partition's table (see `Counter`):
-/// their bytes one after another, and each one's hash and end.
+/// each one's length (8 bytes) then its bytes, in a buffer of a fixed size, so that queues of
+/// many partitions and threads stay small (their hashes are taken again when counted: cheaper
+/// than 8 bytes more a word).
 #[derive(Default)]
 pub(crate) struct LongQueue {
     bytes: Vec<u8>,
-    words: Vec<(u64, usize)>,
 }
 
 impl LongQueue {
-    /// Queues one occurrence of `word` (whose `hash_of` is `hash`); returns the bytes queued.
-    /// Memory that cannot be had is an error, not an abort (a word can be megabytes long).
+    /// Whether `word` fits in a queue of `size` bytes without it growing.
     #[inline]
-    pub fn push(&mut self, hash: u64, word: &[u8]) -> Result<usize, TableError> {
-        self.bytes
-            .try_reserve(word.len())
-            .and(self.words.try_reserve(1))
-            .map_err(|_| TableError::Full)?;
-        self.bytes.extend_from_slice(word);
-        self.words.push((hash, self.bytes.len()));
-        Ok(self.bytes.len())
+    pub fn fits(&self, word: &[u8], size: usize) -> bool {
+        self.bytes.is_empty() || self.bytes.len() + 8 + word.len() <= size
     }
 
-    /// Counts the queued words into `table`, leaving the queue empty (even on an error).
-    pub fn drain_into(&mut self, table: &mut LongWords) -> Result<(), TableError> {
-        let mut start = 0;
-        let result = self.words.iter().try_for_each(|&(hash, end)| {
-            let word = &self.bytes[start..end];
-            start = end;
-            table.add_hashed(hash, word, 1)
-        });
+    /// Queues one occurrence of `word` in a queue of `size` bytes (more only for a word that
+    /// does not fit in an empty one). Memory that cannot be had is an error, not an abort (a
+    /// word can be megabytes long).
+    #[inline]
+    pub fn push(&mut self, word: &[u8], size: usize) -> Result<(), TableError> {
+        let need = 8 + word.len();
+        if self.bytes.capacity() - self.bytes.len() < need {
+            let more = need.max(size.saturating_sub(self.bytes.len()));
+            self.bytes
+                .try_reserve_exact(more)
+                .map_err(|_| TableError::Full)?;
+        }
+        self.bytes
+            .extend_from_slice(&(word.len() as u64).to_le_bytes());
+        self.bytes.extend_from_slice(word);
+        Ok(())
+    }
+
+    /// Counts the queued words into `table`, leaving the queue empty (even on an error) and no
+    /// larger than `size` bytes.
+    pub fn drain_into(&mut self, table: &mut LongWords, size: usize) -> Result<(), TableError> {
+        let mut rest = self.bytes.as_slice();
+        let mut result = Ok(());
+        while let (Some((len, tail)), Ok(())) = (rest.split_first_chunk::<8>(), &result) {
+            let (word, tail) = tail.split_at(u64::from_le_bytes(*len) as usize);
+            result = table.add_hashed(hash_of(word), word, 1);
+            rest = tail;
+        }
         self.bytes.clear();
-        self.words.clear();
+        self.bytes.shrink_to(size);
         result
     }
 }
@@ -185,6 +199,29 @@ mod tests {
         let mut other = ab.clone();
         other.add(&[b'z'; 16], 1).unwrap();
         assert_ne!(ab, other);
+    }
+
+    #[test]
+    fn a_queue_counts_what_it_was_given() {
+        // words that fit, then one larger than the queue
+        let (mut queue, mut table) = (LongQueue::default(), LongWords::default());
+        let big = vec![b'y'; 100];
+        let words: [&[u8]; 4] = [&[b'a'; 16], &[b'b'; 20], &[b'a'; 16], &big];
+        let mut drained = vec![];
+        for (i, w) in words.into_iter().enumerate() {
+            if !queue.fits(w, 64) {
+                drained.push(i);
+                queue.drain_into(&mut table, 64).unwrap();
+            }
+            queue.push(w, 64).unwrap();
+        }
+        // 8 + 16 and 8 + 20 bytes fit in 64, the third word does not, the big one never does
+        assert_eq!(drained, [2, 3]);
+        queue.drain_into(&mut table, 64).unwrap();
+        assert!(queue.bytes.is_empty() && queue.bytes.capacity() <= 64);
+        let mut got: Vec<(Vec<u8>, u64)> = table.iter().map(|(w, n)| (w.to_vec(), n)).collect();
+        got.sort();
+        assert_eq!(got, [(vec![b'a'; 16], 2), (vec![b'b'; 20], 1), (big, 1)]);
     }
 
     #[test]
