@@ -29,10 +29,15 @@ fn warm_pass(enc: &Encoder, text: &str) -> Vec<u32> {
 /// Counts the words of `text` (a function of its own, for `callgrind --toggle-collect`).
 #[inline(never)]
 fn count_pass(config: &CountConfig, text: &str) -> usize {
-    let mut counter = bytepair_core::count::Counter::default();
+    use bytepair_core::count::{Counter, WordCounts};
+    let shared = Counter::shared();
+    let mut counter = Counter::sharing(&shared);
     let stop = std::sync::atomic::AtomicBool::new(false);
     counter.add_document(text, config, &stop).unwrap();
-    counter.finish().unwrap().len()
+    counter.finish().unwrap();
+    let mut counts = WordCounts::default();
+    counts.take_shared(shared).unwrap();
+    counts.len()
 }
 
 /// Training's counting options (GPT-2 pattern, `<|endoftext|>`) on `threads` threads.

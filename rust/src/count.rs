@@ -183,7 +183,7 @@ impl WordCounts {
     }
 
     /// Adds the words of a shared table to `self`, if nothing else holds it.
-    pub(crate) fn take_shared(&mut self, shared: Arc<SharedParts>) -> Result<(), TableError> {
+    pub fn take_shared(&mut self, shared: Arc<SharedParts>) -> Result<(), TableError> {
         if let Some(parts) = Arc::into_inner(shared) {
             for ((short, long), part) in self.short.iter_mut().zip(&mut self.long).zip(parts) {
                 let (theirs, their_long) = part.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -339,13 +339,6 @@ const LONG_QUEUE: usize = 8192;
 /// The partitions of one count (packed words and longer ones), shared by its counters.
 type SharedParts = Vec<Mutex<(ShortMap, LongWords)>>;
 
-impl Default for Counter {
-    /// A counter with a table of its own.
-    fn default() -> Self {
-        Counter::sharing(&Counter::shared())
-    }
-}
-
 impl Counter {
     /// A table for counters to share.
     pub fn shared() -> Arc<SharedParts> {
@@ -483,10 +476,9 @@ impl Counter {
         }
     }
 
-    /// The counts, with the cache and the queues flushed into them: the shared table if nothing
-    /// else holds it, else none (`WordCounts::take_shared` adds it once every counter has
-    /// finished).
-    pub fn finish(mut self) -> Result<WordCounts, TableError> {
+    /// Flushes the cache and the queues into the shared table (which `WordCounts::take_shared`
+    /// takes once every counter has finished).
+    pub fn finish(mut self) -> Result<(), TableError> {
         self.look_up_pending();
         for (key, n) in std::mem::take(&mut self.hot)
             .into_iter()
@@ -499,12 +491,10 @@ impl Counter {
         for part in 0..PARTS {
             self.flush(part);
         }
-        if let Some(e) = self.error {
-            return Err(e);
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        let mut counts = WordCounts::default();
-        counts.take_shared(self.shared)?;
-        Ok(counts)
     }
 }
 
@@ -656,10 +646,9 @@ pub fn count_file(
                 n_bytes,
             },
         });
-        let mut tables = Vec::new();
         for w in workers {
             match w.join() {
-                Ok(Ok(counts)) => tables.push(counts),
+                Ok(Ok(())) => {}
                 // stopped because of another error, which is the one to report
                 Ok(Err(CountError::Pretokenize(PretokenizeError::Stopped))) => {}
                 Ok(Err(e)) => first_err = first_err.or(Some(e)),
@@ -668,10 +657,11 @@ pub fn count_file(
         }
         match first_err {
             Some(e) => Err(e),
-            None => Ok((WordCounts::sum(tables)?, stats)),
+            None => Ok(stats),
         }
     })
-    .and_then(|(mut counts, stats)| {
+    .and_then(|stats| {
+        let mut counts = WordCounts::default();
         counts.take_shared(shared)?; // the workers, and their hold on it, are gone
         Ok((counts, stats))
     })
@@ -789,7 +779,7 @@ fn count_chunks(
     config: &CountConfig,
     failed: &AtomicBool,
     shared: &Arc<SharedParts>,
-) -> Result<WordCounts, CountError> {
+) -> Result<(), CountError> {
     let next = || match rx.lock() {
         Ok(guard) => guard.recv().ok(),
         Err(poisoned) => poisoned.into_inner().recv().ok(),
@@ -825,23 +815,21 @@ pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts,
     };
     std::thread::scope(|scope| {
         // A part whose thread cannot start is counted on this one instead.
-        let mut tables = Vec::new();
         let mut workers = Vec::new();
         for part in texts.chunks(per) {
             match std::thread::Builder::new().spawn_scoped(scope, move || count_part(part)) {
                 Ok(handle) => workers.push(handle),
-                Err(_) => tables.push(count_part(part)?),
+                Err(_) => count_part(part)?,
             }
         }
         for w in workers {
-            tables.push(w.join().unwrap_or_else(|panic| Err(internal(panic)))?);
+            w.join().unwrap_or_else(|panic| Err(internal(panic)))?;
         }
-        Ok::<_, CountError>(WordCounts::sum(tables)?)
-    })
-    .and_then(|mut counts| {
-        counts.take_shared(shared)?;
-        Ok(counts)
-    })
+        Ok::<_, CountError>(())
+    })?;
+    let mut counts = WordCounts::default();
+    counts.take_shared(shared)?;
+    Ok(counts)
 }
 
 #[cfg(test)]
@@ -934,12 +922,16 @@ mod tests {
             text.push_str(word);
             *want.entry(format!(" {word}").into_bytes()).or_default() += 1;
         }
-        let mut counter = Counter::default();
+        let shared = Counter::shared();
+        let mut counter = Counter::sharing(&shared);
         counter
             .add_document(&text, &config(&[], 1 << 20, 1), &AtomicBool::new(false))
             .unwrap();
+        counter.finish().unwrap();
+        let mut counts = WordCounts::default();
+        counts.take_shared(shared).unwrap();
         let mut got = std::collections::HashMap::new();
-        counter.finish().unwrap().for_each(|w, n| {
+        counts.for_each(|w, n| {
             assert!(got.insert(w.to_vec(), n).is_none(), "{w:?} twice");
         });
         assert!(want.len() > 2 * HOT_SLOTS, "{} words", want.len());
