@@ -384,7 +384,9 @@ fn merge_words<T: Token>(run: Run<'_, T>, (pair, new): (Pair, TokenId), d: &mut 
 /// 300+ words instead of 10,000+ took the whole loop from 2.77-2.96 s to 2.49-2.78 s at 10K
 /// merges, and from 3.61-3.73 s to 3.14-3.32 s at 32K; 100-300 were alike. (When the loop
 /// ran outside the pool, splitting merges below 10,000 words had cost more than it saved.)
-const RUN_MIN_WORDS: usize = 150;
+/// With the other threads kept awake (`with_pool_awake`), 60 did as well as 150 or better
+/// (merge stage 1.21-1.34 s against 1.28-1.61 s, three runs each).
+const RUN_MIN_WORDS: usize = 60;
 
 /// Merges `pair` into `new` in the words `ws` (sorted, distinct), split in runs over the
 /// pool's threads: runs of sorted words own disjoint parts of the arena. Returns how many
@@ -628,11 +630,13 @@ pub fn train_from(
                 done.store(n, Ordering::Relaxed);
                 !stop.load(Ordering::Relaxed)
             };
-            let result = if 256 + num_merges.max(start.len()) <= 1 << 16 {
-                merge_loop::<u16>(counts, start, num_merges, &pool, guess_floor, &mut report)
-            } else {
-                merge_loop::<u32>(counts, start, num_merges, &pool, guess_floor, &mut report)
-            };
+            let result = with_pool_awake(&pool, || {
+                if 256 + num_merges.max(start.len()) <= 1 << 16 {
+                    merge_loop::<u16>(counts, start, num_merges, &pool, guess_floor, &mut report)
+                } else {
+                    merge_loop::<u32>(counts, start, num_merges, &pool, guess_floor, &mut report)
+                }
+            });
             // The receiver waits below until it gets this.
             let _ = sender.send(result);
         });
@@ -657,6 +661,59 @@ pub fn train_from(
 
 /// How often `train_from` passes the loop's progress on.
 const REPORT_EVERY: Duration = Duration::from_millis(10);
+
+/// Runs `f` on this thread of `pool` with the pool's other threads (up to one per core) kept
+/// awake: each looks for jobs without ever going to sleep until `f` returns. A merge split over
+/// the threads waits for its slowest part; a rayon thread that found no work for a moment goes
+/// to sleep, and waking it took about as long as the merges of 1,000-10,000 words saved by
+/// being split (large corpus, 2 threads: their merging took 0.22-0.25 s split, 0.34 s on one
+/// thread, and 0.36-0.43 s split with sleeping threads). The cost is that the other cores stay
+/// busy during the serial parts of the loop too.
+fn with_pool_awake<R>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R) -> R {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let awake = AtomicBool::new(true);
+    let home = rayon::current_thread_index();
+    /// Lets the others sleep again when `f` returns or panics (the scope waits for them).
+    struct Done<'a>(&'a AtomicBool);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Relaxed);
+        }
+    }
+    pool.in_place_scope(|scope| {
+        for _ in 1..pool.current_num_threads().min(cores) {
+            scope.spawn(|_| keep_awake(&awake, home));
+        }
+        let _done = Done(&awake);
+        f()
+    })
+}
+
+thread_local! {
+    /// Whether this thread runs `keep_awake` (further down its stack).
+    static AWAKE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs the pool's jobs as they come, while `awake`: spinning a little, then yielding the core
+/// to other processes between looks. Returns at once on the loop's own thread (`home`, which
+/// may pick this job up while it waits for a split merge) and on a thread that already runs it.
+fn keep_awake(awake: &AtomicBool, home: Option<usize>) {
+    if rayon::current_thread_index() == home || AWAKE.with(|a| a.replace(true)) {
+        return;
+    }
+    let mut idle = 0u32;
+    while awake.load(Ordering::Relaxed) {
+        if rayon::yield_now() == Some(rayon::Yield::Executed) {
+            idle = 0;
+        } else if idle < 64 {
+            idle += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    AWAKE.with(|a| a.set(false));
+}
 
 /// `train_from` on the pool's thread, with tokens stored as `T` (which holds every id made).
 fn merge_loop<T: Token>(
