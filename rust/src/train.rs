@@ -701,6 +701,14 @@ fn keep_awake(awake: &AtomicBool, home: Option<usize>) {
     if rayon::current_thread_index() == home || AWAKE.with(|a| a.replace(true)) {
         return;
     }
+    /// Clears `AWAKE` on the way out, a panic of a job run here included.
+    struct Asleep;
+    impl Drop for Asleep {
+        fn drop(&mut self) {
+            AWAKE.with(|a| a.set(false));
+        }
+    }
+    let _asleep = Asleep;
     let mut idle = 0u32;
     while awake.load(Ordering::Relaxed) {
         if rayon::yield_now() == Some(rayon::Yield::Executed) {
@@ -712,7 +720,6 @@ fn keep_awake(awake: &AtomicBool, home: Option<usize>) {
             std::thread::yield_now();
         }
     }
-    AWAKE.with(|a| a.set(false));
 }
 
 /// `train_from` on the pool's thread, with tokens stored as `T` (which holds every id made).
@@ -986,6 +993,26 @@ mod tests {
         let three = train(table(), 300, 3, &mut |_| true).unwrap();
         assert_eq!(one.merges, three.merges);
         assert!(one.merges.len() > 100);
+    }
+
+    #[test]
+    fn threads_kept_awake_run_jobs_and_a_panic_lets_them_go() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let sum: u64 =
+            pool.install(|| with_pool_awake(&pool, || (0..10_000u64).into_par_iter().sum()));
+        assert_eq!(sum, 49_995_000);
+        // A panic in the loop ends the call (the threads kept awake stop), it does not hang.
+        let result = pool.install(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                with_pool_awake(&pool, || -> () { panic!("a bug in the loop") })
+            }))
+        });
+        assert!(result.is_err());
+        // ... and the pool still works afterwards.
+        assert_eq!(pool.install(|| with_pool_awake(&pool, || 7)), 7);
     }
 
     #[test]
