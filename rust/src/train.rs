@@ -11,8 +11,9 @@
 //!   neighbour's id; the pair table is touched once per distinct neighbour, not per occurrence.
 //! - A pair's word list is complete, sorted and free of repeats from the merge that makes its
 //!   newer token on (only that merge can create it), so lists are never sorted or appended to.
-//! - Merges of a few hundred words or more are split over the threads in runs of words, each
-//!   with its own arrays; the new pairs' word lists are then gathered on two threads.
+//! - Merges of 60 words or more are split over the threads in runs of words, each with its own
+//!   arrays; the new pairs' word lists are then gathered on two threads. The threads are kept
+//!   awake while the loop runs, so that a split merge does not wait for one to wake.
 //! - The heap keeps stale entries and re-checks them when they surface, so a decrease costs
 //!   nothing; words shrink in place, so the arena never grows.
 //! - Pairs that cannot win are not tracked (see `Floor`): most pairs a merge makes are rare
@@ -665,10 +666,10 @@ const REPORT_EVERY: Duration = Duration::from_millis(10);
 /// Runs `f` on this thread of `pool` with the pool's other threads (up to one per core) kept
 /// awake: each looks for jobs without ever going to sleep until `f` returns. A merge split over
 /// the threads waits for its slowest part; a rayon thread that found no work for a moment goes
-/// to sleep, and waking it took about as long as the merges of 1,000-10,000 words saved by
-/// being split (large corpus, 2 threads: their merging took 0.22-0.25 s split, 0.34 s on one
-/// thread, and 0.36-0.43 s split with sleeping threads). The cost is that the other cores stay
-/// busy during the serial parts of the loop too.
+/// to sleep, and waking it took about as long as the merges of 1,000-9,999 words saved by
+/// being split (large corpus: with applying, 0.36-0.43 s on two sleeping threads against 0.36 s
+/// on one; kept awake, 0.32-0.35 s, their merging 0.22 s against 0.34 s on one thread). The
+/// cost is that the other cores stay busy during the serial parts of the loop too.
 fn with_pool_awake<R>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R) -> R {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let awake = AtomicBool::new(true);
