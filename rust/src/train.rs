@@ -13,7 +13,7 @@
 //!   newer token on (only that merge can create it), so lists are never sorted or appended to.
 //! - Merges of 60 words or more are split over the threads in runs of words, each with its own
 //!   arrays; the new pairs' word lists are then gathered on two threads. The threads are kept
-//!   awake while the loop runs, so that a split merge does not wait for one to wake.
+//!   awake through the merge stage, so that a split merge does not wait for one to wake.
 //! - The heap keeps stale entries and re-checks them when they surface, so a decrease costs
 //!   nothing; words shrink in place, so the arena never grows.
 //! - Pairs that cannot win are not tracked (see `Floor`): most pairs a merge makes are rare
