@@ -35,9 +35,7 @@ fn count_pass(config: &CountConfig, text: &str) -> usize {
     let stop = std::sync::atomic::AtomicBool::new(false);
     counter.add_document(text, config, &stop).unwrap();
     counter.finish().unwrap();
-    let mut counts = WordCounts::default();
-    counts.take_shared(shared).unwrap();
-    counts.len()
+    WordCounts::from_shared(shared).len()
 }
 
 /// Training's counting options (GPT-2 pattern, `<|endoftext|>`) on `threads` threads.

@@ -182,16 +182,18 @@ impl WordCounts {
         (self.short, self.long)
     }
 
-    /// Adds the words of a shared table to `self`, if nothing else holds it.
-    pub fn take_shared(&mut self, shared: Arc<SharedParts>) -> Result<(), TableError> {
-        if let Some(parts) = Arc::into_inner(shared) {
-            for ((short, long), part) in self.short.iter_mut().zip(&mut self.long).zip(parts) {
-                let (theirs, their_long) = part.into_inner().unwrap_or_else(|p| p.into_inner());
-                add_all(short, theirs)?;
-                long.absorb(their_long)?;
-            }
-        }
-        Ok(())
+    /// The table that counters shared, once they have all finished (and so let go of it; an
+    /// empty table if something still holds it, which would be a bug).
+    pub fn from_shared(shared: Arc<SharedParts>) -> WordCounts {
+        let Some(parts) = Arc::into_inner(shared) else {
+            debug_assert!(false, "bug: the shared table is still held");
+            return WordCounts::default();
+        };
+        let (short, long) = parts
+            .into_iter()
+            .map(|part| part.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .unzip();
+        WordCounts { short, long }
     }
 
     /// Adds every count of `other` into `self`, in place (the larger map absorbs the smaller).
@@ -476,7 +478,7 @@ impl Counter {
         }
     }
 
-    /// Flushes the cache and the queues into the shared table (which `WordCounts::take_shared`
+    /// Flushes the cache and the queues into the shared table (which `WordCounts::from_shared`
     /// takes once every counter has finished).
     pub fn finish(mut self) -> Result<(), TableError> {
         self.look_up_pending();
@@ -660,11 +662,8 @@ pub fn count_file(
             None => Ok(stats),
         }
     })
-    .and_then(|stats| {
-        let mut counts = WordCounts::default();
-        counts.take_shared(shared)?; // the workers, and their hold on it, are gone
-        Ok((counts, stats))
-    })
+    // the workers, and their hold on the table, are gone
+    .map(|stats| (WordCounts::from_shared(shared), stats))
 }
 
 /// A panic of a worker thread as an error.
@@ -827,9 +826,7 @@ pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts,
         }
         Ok::<_, CountError>(())
     })?;
-    let mut counts = WordCounts::default();
-    counts.take_shared(shared)?;
-    Ok(counts)
+    Ok(WordCounts::from_shared(shared))
 }
 
 #[cfg(test)]
@@ -928,8 +925,7 @@ mod tests {
             .add_document(&text, &config(&[], 1 << 20, 1), &AtomicBool::new(false))
             .unwrap();
         counter.finish().unwrap();
-        let mut counts = WordCounts::default();
-        counts.take_shared(shared).unwrap();
+        let counts = WordCounts::from_shared(shared);
         let mut got = std::collections::HashMap::new();
         counts.for_each(|w, n| {
             assert!(got.insert(w.to_vec(), n).is_none(), "{w:?} twice");
