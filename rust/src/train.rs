@@ -258,8 +258,13 @@ enum Moved {
     Run,
 }
 
-/// The counts one thread moved while merging a run of words, and the words behind them.
+/// The counts one thread moved while merging a run of words, and the words behind them. Each
+/// on lines of its own: the threads' deltas sit side by side, and where two of them shared a
+/// line it went back and forth between the cores writing it (false sharing; a build whose
+/// deltas happened to share one took 1.48-1.88 s for the large corpus's merge stage against
+/// 1.22-1.36 s aligned).
 #[derive(Default)]
+#[repr(align(128))]
 struct Delta {
     /// By left neighbour x: what moved from (x, a) to (x, new).
     left: Half,
