@@ -213,6 +213,21 @@ def test_bad_pattern_is_a_value_error_naming_it(pattern: str, tmp_path: Path) ->
         count_texts(["some text"], pattern=pattern)
 
 
+@pytest.mark.parametrize("progress", [False, True, 1, "bar"])
+def test_a_progress_that_is_not_a_callable_is_a_clear_type_error(progress, tmp_path: Path) -> None:
+    # count_files takes a callback; progress=False (train()'s form) once failed deep inside with
+    # "'bool' object is not callable", after reading had begun
+    path = tmp_path / "t.txt"
+    path.write_text("some text")
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        count_files(path, progress=progress)
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        count_texts(["some text"], progress=progress)
+    seen: list[int] = []
+    count_files(path, progress=seen.append)
+    assert seen and seen[-1] == 9
+
+
 def test_empty_pattern_is_refused() -> None:
     with pytest.raises(ValueError, match="pattern"):
         pretokenize("x", pattern="")

@@ -100,6 +100,15 @@ def check_num_threads(num_threads: int | None) -> int:
     return num_threads
 
 
+def check_callback(progress: object) -> None:
+    """`progress` is None or a callable (the counting functions call it with the amount read)."""
+    if progress is not None and not callable(progress):
+        raise TypeError(
+            f"progress must be a callable taking the amount read so far, or None; got "
+            f"{progress!r} (train() and the CLI take progress=True/False for progress bars)"
+        )
+
+
 def check_input_files(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
     """Existing, readable regular files; the error names the first that is not."""
     if isinstance(inputs, (str, os.PathLike)):

@@ -10,7 +10,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from . import _core
-from ._checks import check_input_files, check_num_threads, check_special_tokens, check_text
+from ._checks import (
+    check_callback,
+    check_input_files,
+    check_num_threads,
+    check_special_tokens,
+    check_text,
+)
 from .patterns import resolve_pattern
 
 WordCounts = _core.WordCounts
@@ -102,6 +108,7 @@ def count_ranges(
     regex = resolve_pattern(pattern)
     strict = _check_errors(errors)
     threads = check_num_threads(num_threads)
+    check_callback(progress)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
         raise ValueError(f"chunk_size must be an integer number of bytes, got {chunk_size!r}")
     if not 1 <= chunk_size <= MAX_CHUNK_SIZE:
@@ -153,6 +160,7 @@ def count_texts(
     specials = check_special_tokens(special_tokens)
     regex = resolve_pattern(pattern)
     threads = check_num_threads(num_threads)
+    check_callback(progress)
     total = WordCounts()
     batch: list[str] = []
     size = done = 0
