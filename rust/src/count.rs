@@ -296,7 +296,7 @@ fn add_one<K: std::hash::Hash + Eq>(
 /// to a line (4 MB, L3): word frequencies are Zipfian, so it catches 92% of the occurrences of
 /// words of 2-15 bytes (direct-mapped at 512 KB, 80%: the misses' queueing and flushing were a
 /// third of counting; large corpus, 2 threads, 2.00-2.13 -> 1.85-1.87 s. At 2 MB, 89%: counting
-/// took a median 1.18 s against 1.11 s at 4 MB; 1 MB 1.29 s, 8 MB as 4 MB). 2. What it evicts is
+/// took a median 1.18 s against 1.11 s at 4 MB; 1 MB 1.31 s, 8 MB as 4 MB). 2. What it evicts is
 /// queued per partition and applied in batches, so one small partition map is updated at a time
 /// while it sits in cache. Words longer than `PACKED_MAX` bytes skip the cache and are queued
 /// likewise. The partitions are shared by the counters of one count (`Counter::sharing`), each
