@@ -787,10 +787,9 @@ fn count_chunks(
     failed: &AtomicBool,
     shared: &Arc<SharedParts>,
 ) -> Result<(), CountError> {
-    let next = || rx.recv().ok();
     let work = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut counter = Counter::sharing(shared);
-        while let Some(chunk) = next() {
+        for chunk in rx {
             if !failed.load(Ordering::Relaxed) {
                 counter.add_document(&chunk, config, failed)?;
             }
@@ -800,7 +799,7 @@ fn count_chunks(
     let result = work.unwrap_or_else(|panic| Err(internal(panic)));
     if result.is_err() {
         failed.store(true, Ordering::Relaxed);
-        while next().is_some() {}
+        rx.iter().for_each(drop);
     }
     result
 }
