@@ -88,7 +88,7 @@ pub struct WordCounts {
 
 /// A `pack_word` key stored as two u64s: an entry of it and a u64 count takes 24 bytes, where an
 /// aligned u128 made it 32 (the large corpus's table is 2 M of them, mostly looked up in memory).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub struct Packed([u64; 2]);
 
 impl Packed {
@@ -321,19 +321,13 @@ pub struct Counter {
 
 /// Three cache entries sharing one line (keys, then u32 counts): a word that misses replaces the
 /// least counted of the three, so that a frequent word is not pushed out by a rare one sharing
-/// its set. A count that wraps past `u32::MAX` queues 2^32 and goes on from 0.
+/// its set. A count that wraps past `u32::MAX` queues 2^32 and goes on from 0. An entry starts
+/// as the empty word's key (zero; no pretoken is empty) with a count of 0: an empty entry.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
 struct HotSet {
     keys: [Packed; 3],
     counts: [u32; 3],
-}
-
-impl Default for Packed {
-    /// The empty word's key (no pretoken is empty): with a count of 0, an empty entry.
-    fn default() -> Self {
-        Packed([0, 0])
-    }
 }
 
 const HOT_BITS: u32 = 16;
