@@ -377,18 +377,21 @@ impl Counter {
     /// at once, a word waited for its line (perf: a quarter of this function's samples on the
     /// hit's increment); asked for a batch of 64 at once, the lines' requests queued up.
     fn add_batch(&mut self, b: &[u8], spans: &[(usize, usize)]) {
+        // a local, kept in a register: as a field it was loaded and stored for every word
+        // (counting 1-2.5% slower: two sets of 8 paired runs, medians)
+        let mut n_seen = self.n_seen;
         for &(start, end) in spans {
             // one-byte words too: a branch of their own was mispredicted more than it saved
             if end - start <= PACKED_MAX {
                 let key = pack_at(b, start, end - start);
                 let slot = hot_slot(key, HOT_BITS);
                 crate::prefetch(self.hot.as_ptr().wrapping_add(slot));
-                let at = self.n_seen % AHEAD;
+                let at = n_seen % AHEAD;
                 let (key, slot) = std::mem::replace(&mut self.ahead[at], (key, slot));
-                if self.n_seen >= AHEAD {
+                if n_seen >= AHEAD {
                     self.look_up(key, slot);
                 }
-                self.n_seen += 1;
+                n_seen += 1;
             } else {
                 let word = &b[start..end];
                 let part = long_part(long::hash_of(word));
@@ -400,6 +403,7 @@ impl Counter {
                 }
             }
         }
+        self.n_seen = n_seen;
     }
 
     /// Looks up the words still ahead.
