@@ -114,7 +114,8 @@ def test_ctrl_c_stops_long_calls(tmp_path: Path, call: str) -> None:
         print("READY", flush=True)
         try:
             if call == "count_files":
-                bytepair.count_files(path, num_threads=1)
+                for _ in range(20):  # one count took 0.7-0.9 s here, near the signal's delay
+                    bytepair.count_files(path, num_threads=1)
             elif call == "train_merges":
                 for _ in range(20):
                     bytepair.train_from_counts(counts, 150_000)
@@ -137,14 +138,17 @@ def test_ctrl_c_stops_long_calls(tmp_path: Path, call: str) -> None:
 def test_ctrl_c_cli_train_exits_130_without_output(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     rng = random.Random(0)
-    words = [f"w{rng.randrange(10**7)}" for _ in range(200_000)]
-    path.write_text(" ".join(words) * 100, encoding="utf-8")  # ~180 MB: seconds of reading
+    # ~220 MB of 2 M distinct words, 50 K merges: ~2.4 s here, most of it merges, which more
+    # cores shorten little. (200 K distinct words and 5 K merges took 0.6 s once counting was
+    # faster: the signal came as the process exited, after the output was written.)
+    words = [f"w{rng.randrange(10**9)}" for _ in range(2_000_000)]
+    path.write_text(" ".join(words) * 10, encoding="utf-8")
     out = tmp_path / "tok"
     code = f"""
         import sys
         from bytepair.cli import main
         print("READY", flush=True)
-        sys.exit(main(["train", {str(path)!r}, "--vocab-size", "5000", "-o", {str(out)!r}]))
+        sys.exit(main(["train", {str(path)!r}, "--vocab-size", "50000", "-o", {str(out)!r}]))
     """
     took, _, err, status = _interrupt_after_ready([sys.executable, "-c", textwrap.dedent(code)])
     assert status == 130, err
