@@ -3,11 +3,16 @@
 The data folder lives beside the repository (`../shared/data/cs336`, as CI checks it out);
 tests that need it fail when it is missing (a skip would hide lost coverage in CI). Nothing
 here touches the network.
+
+Ctrl-C is restored to Python's own handler when the tests start with it ignored: a shell
+without job control starts `cmd &` so (nohup and CI runners too), every child inherits that,
+and the Ctrl-C tests' processes would then run to their end instead of stopping.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: long-running; run with --runslow")
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
