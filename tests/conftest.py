@@ -5,8 +5,8 @@ tests that need it fail when it is missing (a skip would hide lost coverage in C
 here touches the network.
 
 Ctrl-C is restored to Python's own handler when the tests start with it ignored: a shell
-without job control starts `cmd &` so (nohup and CI runners too), every child inherits that,
-and the Ctrl-C tests' processes would then run to their end instead of stopping.
+without job control (a script) starts `cmd &` so, every child inherits that, and the Ctrl-C
+tests' processes would then run to their end instead of stopping.
 """
 
 from __future__ import annotations
