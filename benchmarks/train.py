@@ -6,6 +6,11 @@ Every tool trains in its own fresh child process with RAYON_NUM_THREADS etc. set
 bytepair's merges against pyref (exact) and reports token-set overlap with the peers.
 
   python benchmarks/train.py [--corpus A.txt B.txt] [--vocab-size 10000] [--threads 2]
+
+--baseline DIR also trains with the `bytepair` package found in DIR (another build, e.g. an
+unpacked wheel of an older commit) in the same run as today's, and checks that its merges are
+the same: a speed-up measured within one run, which this VM's drift skews far less than runs
+hours apart.
 """
 
 from __future__ import annotations
@@ -66,6 +71,17 @@ def _train_bytepair(corpus, vocab_size, threads, out):
         tok = bytepair.train([corpus], vocab_size, [EOT], num_threads=threads)
     _save(out, merges=list(tok.merges))
     emit(inner_s=t.s, merges=len(tok.merges))
+
+
+def _train_baseline(corpus, vocab_size, threads, out):
+    """`_train_bytepair` with the package of --baseline (first on PYTHONPATH), never today's."""
+    import bytepair
+
+    where = Path(os.environ["BYTEPAIR_BASELINE"]).resolve()
+    found = Path(bytepair.__file__).resolve()
+    if not found.is_relative_to(where):
+        raise SystemExit(f"--baseline: imported {found}, not a package in {where}")
+    _train_bytepair(corpus, vocab_size, threads, out)
 
 
 def _train_stages(corpus, vocab_size, threads, out):
@@ -134,6 +150,7 @@ def _train_rustbpe(corpus, vocab_size, threads, out):
 WORKERS = {
     "bytepair": _train_bytepair,
     "bytepair-stages": _train_stages,
+    "bytepair-baseline": _train_baseline,
     "gigatoken": _train_gigatoken,
     "hf": _train_hf,
     "rustbpe": _train_rustbpe,
@@ -180,6 +197,9 @@ def _checks(name: str, saved: dict) -> list[str]:
     if bp and "bytepair-stages" in saved:
         same = bp[0] == saved["bytepair-stages"][0]
         lines.append(f"bytepair train == count_files + train_from_counts: {_yes(same)}")
+    if bp and "bytepair-baseline" in saved:
+        same = bp[0] == saved["bytepair-baseline"][0]
+        lines.append(f"bytepair merges == the baseline build's: {_yes(same)}")
     if bp and "pyref" in saved:
         a, b = bp[0], saved["pyref"][0]
         i = common.first_difference(a, b)
@@ -235,6 +255,8 @@ def run_corpus(corpus: str, args, workdir: str, bp_error: str | None):
     tools = list(args.tools)
     if "bytepair" in tools:
         tools.insert(tools.index("bytepair") + 1, "bytepair-stages")
+        if args.baseline:
+            tools.insert(tools.index("bytepair") + 2, "bytepair-baseline")
     for tool in tools:
         if why := _skip_reason(tool, size, args, bp_error):
             print(f"[{name}] {tool}: skipped, {why}", flush=True)
@@ -242,6 +264,10 @@ def run_corpus(corpus: str, args, workdir: str, bp_error: str | None):
         out = os.path.join(workdir, f"{tool}-{name}")
         print(f"[{name}] running {tool} ...", flush=True)
         env = common.thread_env(args.threads)
+        if tool == "bytepair-baseline":
+            env["BYTEPAIR_BASELINE"] = args.baseline
+            paths = [args.baseline, env.get("PYTHONPATH")]
+            env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
         run = common.run_child(_command(tool, corpus, args, out), env, args.timeout)
         results = _pyref_results(run, out, args.threads) if tool == "pyref" else run["results"]
         own_peak = [r["process_peak_rss_mb"] for r in results if "process_peak_rss_mb" in r]
@@ -271,7 +297,7 @@ def run_corpus(corpus: str, args, workdir: str, bp_error: str | None):
         )
     bp = next((r for r in rows if r["tool"] == "bytepair" and "inner_s" in r), None)
     for r in rows:
-        if bp and r["tool"] in TOOLS and "inner_s" in r:
+        if bp and r["tool"] in (*TOOLS, "bytepair-baseline") and "inner_s" in r:
             r["vs_bytepair"] = r["inner_s"] / bp["inner_s"]
     return rows, _checks(name, saved)
 
@@ -286,6 +312,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pyref-max-mb", type=float, default=100, help="pyref: ~3 min per 20 MB")
     ap.add_argument("--timeout", type=float, default=3600, help="per child, seconds")
     ap.add_argument("--json", help="write the rows and checks to this file")
+    ap.add_argument("--baseline", help="a directory holding another build's bytepair package")
     ap.add_argument("--workdir", help="keep the trained merges here (default: temp dir)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -294,6 +321,10 @@ def main(argv=None) -> int:
         worker(args.worker, args.corpus[0], args.vocab_size, args.threads, args.out)
         return 0
     args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if args.baseline and not (Path(args.baseline) / "bytepair" / "__init__.py").is_file():
+        ap.error(f"--baseline {args.baseline}: no bytepair package there (bytepair/__init__.py)")
+    if args.baseline and "bytepair" not in args.tools:
+        ap.error("--baseline needs bytepair in --tools (it is compared with today's)")
     if unknown := sorted(set(args.tools) - set(TOOLS)):
         ap.error(f"unknown --tools {unknown}; choose from {','.join(TOOLS)}")
     bp_error = common.bytepair_import_error() if "bytepair" in args.tools else None
