@@ -46,6 +46,7 @@ fn count_config(threads: usize) -> CountConfig {
         strict: false,
         chunk_size: 1 << 20,
         num_threads: threads,
+        cuts: None,
     }
 }
 

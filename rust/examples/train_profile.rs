@@ -24,6 +24,13 @@ fn main() {
             strict: false,
             chunk_size: 1 << 20,
             num_threads: threads,
+            cuts: Some(
+                bytepair_core::shards::CutFinder::new(
+                    &["<|endoftext|>"],
+                    bytepair_core::pretokenize::Pretokenizer::Gpt2,
+                )
+                .unwrap(),
+            ),
         };
         let t = Instant::now();
         counts = bytepair_core::count::count_file(path, 0, u64::MAX, &config, &mut |_| true)

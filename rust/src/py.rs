@@ -264,6 +264,13 @@ fn count_file(
         strict,
         chunk_size,
         num_threads,
+        cuts: Some(
+            CutFinder::new(
+                &special_tokens,
+                Pretokenizer::new(pattern).map_err(pretokenize_err)?,
+            )
+            .map_err(pretokenize_err)?,
+        ),
     };
     let mut reporter = Progress::new(progress);
     let result =
@@ -297,6 +304,7 @@ fn count_texts(
         strict: true,
         chunk_size: 0,
         num_threads,
+        cuts: None,
     };
     let found = py
         .detach(|| count::count_texts(&texts, &config))
