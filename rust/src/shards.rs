@@ -55,6 +55,12 @@ impl CutFinder {
         })
     }
 
+    /// Whether any cut can exist: not for a custom pattern (the pretokenizer allows none) without
+    /// special tokens.
+    pub fn can_cut(&self) -> bool {
+        self.occurrences.is_some() || !matches!(self.pretok, Pretokenizer::Regex(_))
+    }
+
     /// For each target offset (ascending), the last cut at or before it and after the previous
     /// cut found (or the file's start), at most `max_back` bytes back; None where there is none.
     /// Depends only on the file's bytes and the targets, never on how it is read.
