@@ -1019,7 +1019,9 @@ fn read_chunks(
             progress(stats.n_bytes);
             return Ok(());
         }
-        if text.len() >= target {
+        // (with the bytes held back for decoding: counting only `text`, which always lacks the
+        // last byte read, a region's first chunk took two reads, twice the chunk size)
+        if text.len() + raw.len() >= target {
             match config.specials.safe_cut(&text, &config.pretok) {
                 Some(p) => {
                     let rest = text[p..].to_owned();
