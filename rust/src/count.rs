@@ -1,7 +1,8 @@
 //! Counting, the pure per-shard step of training: (file, byte range) or texts → word counts.
 //! A file is read in chunks cut only where the cut cannot change the result (`Specials::safe_cut`),
-//! decoded (invalid UTF-8 replaced or refused), pretokenized and counted on `num_threads` threads,
-//! and the per-thread tables are merged. Memory is bounded by the table plus a few chunks in flight.
+//! decoded (invalid UTF-8 replaced or refused), pretokenized and counted on `num_threads` threads
+//! into one table they share; each thread reads regions of a regular file itself (`count_file`).
+//! Memory is bounded by the table plus a few chunks in flight.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
