@@ -713,9 +713,9 @@ const REGION_BACK: u64 = 256 << 10;
 
 /// Bytes `start..end` cut in regions for `n_workers` to take in turn: each a share of what is
 /// left (`1 / (2 n_workers)`, at least a chunk), so that regions shrink towards the end and the
-/// workers finish together; each cut at the last safe cut before its target and after the
-/// target before (none found: the region grows into the next). No regions (empty) where the
-/// finder can find no cut.
+/// workers finish together; each cut at the last safe cut before its target, at most
+/// `REGION_BACK` before it and after the cut before (none found: the region grows into the
+/// next). No regions (empty) where the finder can find no cut.
 fn plan_regions(
     finder: &CutFinder,
     path: &Path,
@@ -727,19 +727,19 @@ fn plan_regions(
         return Ok(Vec::new());
     }
     let min = (chunk_size as u64).max(1);
-    let mut bounds = vec![start];
-    let (mut before, mut target) = (start, start);
-    while end - target > 2 * min {
-        target += ((end - target) / (2 * n_workers as u64)).max(min);
-        let back = (target - before).min(REGION_BACK);
-        if let [Some(cut)] = finder.find_cuts(path, &[target], back)?[..] {
-            if start < cut && cut < end {
-                bounds.push(cut); // ascending: each lies between its target and the one before
-            }
-        }
-        before = target;
+    let mut targets = Vec::new();
+    let mut at = start;
+    while end - at > 2 * min {
+        at += ((end - at) / (2 * n_workers as u64)).max(min);
+        targets.push(at);
     }
-    bounds.push(end);
+    // ascending, each after the one before (`find_cuts`)
+    let cuts = finder.find_cuts(path, &targets, REGION_BACK)?;
+    let inner = cuts.into_iter().flatten().filter(|&c| start < c && c < end);
+    let bounds: Vec<u64> = std::iter::once(start)
+        .chain(inner)
+        .chain(std::iter::once(end))
+        .collect();
     Ok(bounds.windows(2).map(|w| (w[0], w[1])).collect())
 }
 
@@ -760,21 +760,17 @@ fn count_regions(
     };
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
     std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..n_workers)
-            .map_while(|_| {
-                let done = done_tx.clone();
-                let work = || {
-                    let result = count_some_regions(job, regions, &flags);
-                    drop(done); // this thread is done: the loop below stops when all are
-                    result
-                };
-                std::thread::Builder::new().spawn_scoped(scope, work).ok()
-            })
-            .collect();
+        let workers = spawn_workers(scope, n_workers, || {
+            let done = done_tx.clone();
+            let (flags, done) = (&flags, done);
+            move || {
+                let result = count_some_regions(job, regions, flags);
+                drop(done); // this thread is done: the loop below stops when all are
+                result
+            }
+        });
         drop(done_tx);
-        if workers.is_empty() {
-            return Err(CountError::Threads);
-        }
+        let workers = workers?;
         let mut interrupted = false;
         while let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(SEND_WAIT) {
             if !interrupted && !progress(flags.n_read.load(Ordering::Relaxed)) {
@@ -783,18 +779,10 @@ fn count_regions(
             }
         }
         let mut stats = CountStats::default();
-        let mut first_err = interrupted.then_some(CountError::Interrupted);
-        for w in workers {
-            match w.join() {
-                Ok(Ok(s)) => stats.add(s),
-                Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(panic) => first_err = first_err.or(Some(internal(panic))),
-            }
+        for s in join_workers(workers, interrupted.then_some(CountError::Interrupted))? {
+            stats.add(s);
         }
         let bad = flags.first_bad.load(Ordering::Relaxed);
-        if let Some(e) = first_err {
-            return Err(e);
-        }
         if bad != u64::MAX {
             return Err(job.error(ReadError::InvalidUtf8(bad)));
         }
@@ -815,6 +803,14 @@ struct RegionFlags {
     n_read: AtomicU64,
 }
 
+impl RegionFlags {
+    /// Whether the region from `start` is still to be counted: not after a failure, nor past
+    /// the first invalid byte (its result would not be reported).
+    fn counts(&self, start: u64) -> bool {
+        !self.failed.load(Ordering::Relaxed) && start <= self.first_bad.load(Ordering::Relaxed)
+    }
+}
+
 /// A worker of `count_regions`: takes regions in turn until none is left or the count failed.
 /// Stops quietly where another thread reports (a failure, Ctrl-C, an invalid byte before).
 fn count_some_regions(
@@ -822,7 +818,7 @@ fn count_some_regions(
     regions: &[(u64, u64)],
     flags: &RegionFlags,
 ) -> Result<CountStats, CountError> {
-    let work = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    guarded(&flags.failed, || {
         let mut counter = Counter::sharing(job.shared);
         let mut stats = CountStats::default();
         let mut file = File::open(job.path).map_err(|e| job.error(ReadError::Io(e)))?;
@@ -832,9 +828,7 @@ fn count_some_regions(
                 break;
             };
             // regions are taken in order: once one is past the first invalid byte, all are
-            if flags.failed.load(Ordering::Relaxed)
-                || start > flags.first_bad.load(Ordering::Relaxed)
-            {
+            if !flags.counts(start) {
                 break;
             }
             file.seek(SeekFrom::Start(start))
@@ -843,8 +837,7 @@ fn count_some_regions(
             let mut progress = |n: u64| {
                 flags.n_read.fetch_add(n - seen, Ordering::Relaxed);
                 seen = n;
-                !flags.failed.load(Ordering::Relaxed)
-                    && start <= flags.first_bad.load(Ordering::Relaxed)
+                flags.counts(start)
             };
             let mut count = |chunk: String, _: u64, _: &mut dyn FnMut(u64) -> bool| {
                 counter
@@ -869,12 +862,7 @@ fn count_some_regions(
             }
         }
         Ok(counter.finish().map(|()| stats)?)
-    }));
-    let result = work.unwrap_or_else(|panic| Err(internal(panic)));
-    if result.is_err() {
-        flags.failed.store(true, Ordering::Relaxed);
-    }
-    result
+    })
 }
 
 /// Counts a stream (a pipe, or a file not cut in regions): one reader thread, this one, hands
@@ -891,16 +879,9 @@ fn count_stream(
     let failed = AtomicBool::new(false);
     let (tx, rx) = crossbeam_channel::bounded::<String>(n_workers);
     std::thread::scope(|scope| {
-        // Workers that cannot start (no memory for a stack) are done without; none is an error.
-        let workers: Vec<_> = (0..n_workers)
-            .map_while(|_| {
-                let work = || count_chunks(&rx, job.config, &failed, job.shared);
-                std::thread::Builder::new().spawn_scoped(scope, work).ok()
-            })
-            .collect();
-        if workers.is_empty() {
-            return Err(CountError::Threads);
-        }
+        let workers = spawn_workers(scope, n_workers, || {
+            || count_chunks(&rx, job.config, &failed, job.shared)
+        })?;
         // Sends a chunk, waiting while the channel is full but looking at `progress` every
         // `SEND_WAIT` (for Ctrl-C: a slow custom pattern can keep the workers busy for long).
         // Ok(false): a worker failed; its error is the one to report.
@@ -933,21 +914,57 @@ fn count_stream(
             failed.store(true, Ordering::Relaxed); // the workers skip what is queued
         }
         drop(tx);
-        let mut first_err = read.err().map(|e| job.error(e));
-        for w in workers {
-            match w.join() {
-                Ok(Ok(())) => {}
-                // stopped because of another error, which is the one to report
-                Ok(Err(CountError::Pretokenize(PretokenizeError::Stopped))) => {}
-                Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(panic) => first_err = first_err.or(Some(internal(panic))),
-            }
-        }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(stats),
-        }
+        join_workers(workers, read.err().map(|e| job.error(e)))?;
+        Ok(stats)
     })
+}
+
+/// Starts up to `n` workers, each running what `make` returns. Workers that cannot start (no
+/// memory for a stack) are done without; none is an error.
+fn spawn_workers<'scope, T: Send + 'scope, F: FnOnce() -> T + Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    n: usize,
+    mut make: impl FnMut() -> F,
+) -> Result<Vec<std::thread::ScopedJoinHandle<'scope, T>>, CountError> {
+    let workers: Vec<_> = (0..n)
+        .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, make()).ok())
+        .collect();
+    if workers.is_empty() {
+        return Err(CountError::Threads);
+    }
+    Ok(workers)
+}
+
+/// The workers' results, or the first error: `first` (this thread's), else a worker's, a panic
+/// as an internal error. A worker stopped mid-chunk by another's error (`Stopped`) has none.
+fn join_workers<T>(
+    workers: Vec<std::thread::ScopedJoinHandle<'_, Result<T, CountError>>>,
+    mut first: Option<CountError>,
+) -> Result<Vec<T>, CountError> {
+    let mut results = Vec::with_capacity(workers.len());
+    for w in workers {
+        match w.join() {
+            Ok(Ok(r)) => results.push(r),
+            Ok(Err(CountError::Pretokenize(PretokenizeError::Stopped))) => {}
+            Ok(Err(e)) => first = first.or(Some(e)),
+            Err(panic) => first = first.or(Some(internal(panic))),
+        }
+    }
+    first.map_or(Ok(results), Err)
+}
+
+/// Runs a worker's `work`, a panic as an internal error; an error raises `failed`, so that the
+/// other threads stop.
+fn guarded<T>(
+    failed: &AtomicBool,
+    work: impl FnOnce() -> Result<T, CountError>,
+) -> Result<T, CountError> {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|panic| Err(internal(panic)));
+    if result.is_err() {
+        failed.store(true, Ordering::Relaxed);
+    }
+    result
 }
 
 /// A panic of a worker thread as an error.
@@ -1058,7 +1075,7 @@ fn count_chunks(
     failed: &AtomicBool,
     shared: &Arc<SharedParts>,
 ) -> Result<(), CountError> {
-    let work = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let result = guarded(failed, || {
         let mut counter = Counter::sharing(shared);
         for chunk in rx {
             if !failed.load(Ordering::Relaxed) {
@@ -1066,11 +1083,9 @@ fn count_chunks(
             }
         }
         Ok(counter.finish()?)
-    }));
-    let result = work.unwrap_or_else(|panic| Err(internal(panic)));
+    });
     if result.is_err() {
-        failed.store(true, Ordering::Relaxed);
-        rx.iter().for_each(drop);
+        rx.iter().for_each(drop); // so that the reader never blocks on a full channel
     }
     result
 }

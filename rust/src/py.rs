@@ -258,19 +258,14 @@ fn count_file(
     num_threads: usize,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(u64, u64, u64, u64)> {
+    let pretok = Pretokenizer::new(pattern).map_err(pretokenize_err)?;
     let config = CountConfig {
         specials: Specials::new(&special_tokens).map_err(pretokenize_err)?,
-        pretok: Pretokenizer::new(pattern).map_err(pretokenize_err)?,
+        cuts: Some(CutFinder::new(&special_tokens, pretok.clone()).map_err(pretokenize_err)?),
+        pretok,
         strict,
         chunk_size,
         num_threads,
-        cuts: Some(
-            CutFinder::new(
-                &special_tokens,
-                Pretokenizer::new(pattern).map_err(pretokenize_err)?,
-            )
-            .map_err(pretokenize_err)?,
-        ),
     };
     let mut reporter = Progress::new(progress);
     let result =
