@@ -19,11 +19,18 @@ EOT = "<|endoftext|>"
 GPT2_PAT = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 CORPUS_DIR = Path(os.environ.get("BYTEPAIR_CORPUS_DIR", "/work/cache/corpus"))
-SHARED = Path(os.environ.get("BYTEPAIR_SHARED_DIR", "/work/shared"))
-CS336_DATA = SHARED / "data" / "cs336"
+REPO = Path(__file__).resolve().parents[1]
+#: The maintainers' folder beside the clone: peers' scripts (`bench/`) and an offline tiktoken
+#: cache. Without it, tiktoken downloads its files once (or reads TIKTOKEN_CACHE_DIR).
+SHARED = Path(os.environ.get("BYTEPAIR_SHARED_DIR", REPO.parent / "shared"))
+CS336_DATA = REPO / "tests" / "data" / "cs336"
 GPT2_VOCAB = CS336_DATA / "gpt2_vocab.json"
 GPT2_MERGES = CS336_DATA / "gpt2_merges.txt"
-TIKTOKEN_CACHE = CS336_DATA / "tiktoken_cache"
+TIKTOKEN_CACHE = os.environ.get("TIKTOKEN_CACHE_DIR") or (
+    str(SHARED / "data" / "cs336" / "tiktoken_cache")
+    if (SHARED / "data" / "cs336" / "tiktoken_cache").is_dir()
+    else None
+)
 PYREF_TRAIN = SHARED / "bench" / "pyref_train.py"
 
 MB = 1e6  # throughput is reported in 10^6 bytes, like the peer results
@@ -39,8 +46,9 @@ def thread_env(threads: int) -> dict[str, str]:
         OMP_NUM_THREADS=n,
         TOKENIZERS_PARALLELISM="true" if threads > 1 else "false",
         PYTHONHASHSEED="0",
-        TIKTOKEN_CACHE_DIR=str(TIKTOKEN_CACHE),
     )
+    if TIKTOKEN_CACHE:
+        env["TIKTOKEN_CACHE_DIR"] = TIKTOKEN_CACHE
     return env
 
 

@@ -1,8 +1,9 @@
-"""Shared test setup: the CS336 data folder, an offline tiktoken `gpt2`, `--runslow`, hypothesis.
+"""Shared test setup: the reference data (`testdata.py`), an offline tiktoken, `--runslow`,
+hypothesis.
 
-The data folder lives beside the repository (`../shared/data/cs336`, as CI checks it out);
-tests that need it fail when it is missing (a skip would hide lost coverage in CI). Nothing
-here touches the network.
+Nothing here touches the network: tiktoken reads its encodings from a cache folder filled at
+the start of the run from `tests/data/` and the test extra (`TIKTOKEN_CACHE_DIR`, set for the
+whole run so that CLI tests in child processes load presets offline too).
 
 Ctrl-C is restored to Python's own handler when the tests start with it ignored: a shell
 without job control (a script) starts `cmd &` so, every child inherits that, and the Ctrl-C
@@ -12,13 +13,18 @@ tests' processes would then run to their end instead of stopping.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
-from collections.abc import Iterator
+import tempfile
 from pathlib import Path
 
 import pytest
 
-CS336_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cs336"
+import testdata
+
+#: tiktoken encodings whose files `pytest_configure` put in the offline cache.
+_TIKTOKEN_READY: set[str] = set()
+
 
 try:
     from hypothesis import settings
@@ -39,6 +45,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: long-running; run with --runslow")
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if os.environ.get("BYTEPAIR_EXPECT_INSTALLED") == "1":
+        import bytepair
+
+        if "site-packages" not in bytepair.__file__:
+            raise pytest.UsageError(f"testing an installed bytepair, found {bytepair.__file__}")
+    cache = Path(tempfile.mkdtemp(prefix="bytepair-tiktoken-"))
+    config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    _TIKTOKEN_READY.update(testdata.fill_tiktoken_cache(cache))
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -52,22 +67,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def cs336_data() -> Path:
-    """The shared CS336 fixture folder; the test fails when it is not checked out."""
-    if not CS336_DATA.is_dir():
-        pytest.fail(
-            f"shared data folder {CS336_DATA} is missing (check out ../shared beside the repo)"
-        )
-    return CS336_DATA
+    """The CS336 fixture folder that ships in `tests/data/cs336`."""
+    testdata.cs336_file("corpus.en")
+    return testdata.CS336
 
 
 @pytest.fixture(scope="session")
-def tiktoken_gpt2(cs336_data: Path) -> Iterator[object]:
-    """tiktoken's `gpt2` encoding, loaded offline from `tiktoken_cache/` (fails without it)."""
+def tiktoken_ready() -> set[str]:
+    """The tiktoken encodings that load offline in this run (see `pytest_configure`)."""
+    return _TIKTOKEN_READY
+
+
+def _tiktoken(name: str, ready: set[str]) -> object:
+    if name not in ready:
+        testdata.missing(f"tiktoken's {name} encoding", testdata.how_to_get(name))
     import tiktoken
 
-    cache_dir = cs336_data / "tiktoken_cache"
-    if not cache_dir.is_dir():
-        pytest.fail(f"{cache_dir} is missing: tiktoken would need the network to load gpt2")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TIKTOKEN_CACHE_DIR", str(cache_dir))
-        yield tiktoken.get_encoding("gpt2")
+    return tiktoken.get_encoding(name)
+
+
+@pytest.fixture(scope="session")
+def tiktoken_gpt2(tiktoken_ready: set[str]) -> object:
+    """tiktoken's `gpt2` encoding, loaded offline."""
+    return _tiktoken("gpt2", tiktoken_ready)
+
+
+@pytest.fixture(scope="session", params=["cl100k_base", "o200k_base"])
+def tiktoken_gpt4(request: pytest.FixtureRequest, tiktoken_ready: set[str]) -> object:
+    """tiktoken's `cl100k_base` and `o200k_base` encodings, loaded offline, in turn."""
+    return _tiktoken(request.param, tiktoken_ready)

@@ -1,6 +1,6 @@
 """Measure where bytepair's Unicode classes differ from HF tokenizers' (Oniguruma) and from the
-Python `regex` package, and fuzz GPT-2's ids against tiktoken and HF tokenizers; the README's
-"Unicode version" figures come from here. Not a test: HF's figures are a measurement to report.
+Python `regex` package, and fuzz GPT-2's ids against tiktoken and HF tokenizers; the figures of
+docs/unicode.md come from here. Not a test: HF's figures are a measurement to report.
 
     .venv/bin/python tools/unicode_parity.py [N_FUZZ_STRINGS]
 """
@@ -8,6 +8,7 @@ Python `regex` package, and fuzz GPT-2's ids against tiktoken and HF tokenizers;
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,9 +18,10 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import test_unicode
-from conftest import CS336_DATA
 
 import unicode_diff
+from testdata import CS336 as CS336_DATA
+from testdata import fill_tiktoken_cache
 
 CONTEXTS = [("L", "a{c}b"), ("N", " {c}1"), ("S", "{c}\n")]
 
@@ -39,8 +41,8 @@ def hf_classes() -> bytes:
 
 def hf_gpt2() -> Tokenizer:
     vocab = json.loads((CS336_DATA / "gpt2_vocab.json").read_text(encoding="utf-8"))
-    lines = (CS336_DATA / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines()[1:]
-    merges = [tuple(line.split(" ")) for line in lines if line]
+    lines = (CS336_DATA / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines()
+    merges = [tuple(line.split(" ")) for line in lines if line and not line.startswith("#version")]
     tok = Tokenizer(models.BPE(vocab, merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
@@ -58,7 +60,8 @@ def summary(name: str, ranges: list[tuple[int, int, str, str]]) -> None:
 
 
 def fuzz(n: int) -> None:
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(CS336_DATA / "tiktoken_cache")
+    os.environ["TIKTOKEN_CACHE_DIR"] = cache = tempfile.mkdtemp(prefix="bytepair-tiktoken-")
+    fill_tiktoken_cache(Path(cache))
     enc = tiktoken.get_encoding("gpt2")
     ours = test_unicode._gpt2_tokenizers(CS336_DATA)[0]
     hf = hf_gpt2()

@@ -17,8 +17,8 @@ from unicode_diff import diff_chars
 
 from . import gen
 
-#: GPT-2's own files, beside the repository as CI checks them out (used when present).
-CS336_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "cs336"
+#: GPT-2's own files, as they ship in `tests/data/cs336` (used when present).
+CS336_DATA = Path(__file__).resolve().parents[1] / "data" / "cs336"
 
 
 class Violation(AssertionError):
@@ -28,7 +28,7 @@ class Violation(AssertionError):
 def oracle_applies(*texts: str) -> bool:
     """Whether `tests/reference.py` is the contract for these texts: not where one holds a code
     point that the oracle's newer Unicode classes differently (`tests/data/unicode_diff.txt`,
-    the README's "Unicode version"), as the differential tests' text leaves them out."""
+    docs/unicode.md), as the differential tests' text leaves them out."""
     diff = diff_chars()
     return not any(ch in diff for t in texts for ch in t)
 
@@ -124,7 +124,7 @@ def base_args() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
 
 @functools.cache
 def gpt2_files() -> dict[str, bytes] | None:
-    """GPT-2's `vocab.json` and `merges.txt`, or None without the shared data folder."""
+    """GPT-2's `vocab.json` and `merges.txt`, or None without the test data folder."""
     if not (CS336_DATA / "gpt2_vocab.json").is_file():
         return None
     return {
