@@ -1,6 +1,6 @@
 """Writes a code-heavy benchmark corpus: the Python sources and docs of installed packages.
 
-Issue 7 asks for encoding speed on code as well as on the Debian prose corpora. This collects
+Encoding speed is measured on code as well as on the Debian prose corpora. This collects
 `.py`, `.pyi`, `.md`, `.rst` and `.txt` files from the given folders (default: this
 interpreter's site-packages and standard library), in sorted order, each file one document,
 joined by `<|endoftext|>`, until `--mb` megabytes; files that are not UTF-8 are skipped.

@@ -213,10 +213,10 @@ def row_runs(enc, hf, tok, gt, docs, hf_docs, threads: int, hf_note: str) -> lis
 
 def throughput(args, runs: list[tuple]) -> list[dict]:
     """MB/s of every row of `runs`, each timed in a process of its own (`row_worker`), the best
-    of `args.repeat` rounds of all rows (so tools take turns: this VM's speed swings by a third
-    within minutes). Why a process per row: bytepair and gigatoken keep caches, and allocators
-    keep the memory earlier rows freed; in one shared process gigatoken's later rows reused the
-    pages its earlier ones had faulted in (system time 0.3 s -> 0.02 s per 100 MB) while
+    of `args.repeat` rounds of all rows (so tools take turns: a shared VM's speed can swing by a
+    third within minutes). Why a process per row: bytepair and gigatoken keep caches, and
+    allocators keep the memory earlier rows freed; in one shared process gigatoken's later rows
+    reused the pages its earlier ones had faulted in (a fifteenth of the system time) while
     bytepair's tables came new from the kernel in every row. A row starts from nothing."""
     best: dict[int, tuple] = {}
     for _ in range(args.repeat):
@@ -444,7 +444,7 @@ def id_checks(enc, hf, tok, rows, docs, hf_docs, threads: int) -> list[str]:
 def goals(rows: list[dict]) -> dict:
     """bytepair against gigatoken in one corpus's rows, single-threaded, numpy out against
     numpy out (per document; one string, cold and warm; 8 MB batches), and bytepair's own
-    batch scaling from 1 thread to the most: issue 7's marks."""
+    batch scaling from 1 thread to the most: the ratios its speed targets are stated in."""
     def mb_s(tool, call, threads, note=""):
         found = [r["mb_s"] for r in rows if (r["tool"], r["threads"]) == (tool, threads)
                  and r["call"].startswith(call) and note in r["note"]]

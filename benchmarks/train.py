@@ -8,9 +8,9 @@ bytepair's merges against pyref (exact) and reports token-set overlap with the p
   python benchmarks/train.py [--corpus A.txt B.txt] [--vocab-size 10000] [--threads 2]
 
 --baseline DIR also trains with the `bytepair` package found in DIR (another build, e.g. an
-unpacked wheel of an older commit) in the same run as today's, and checks that its merges are
-the same: a speed-up measured within one run, which this VM's drift skews far less than runs
-hours apart.
+unpacked wheel of an older version) in the same run as today's, and checks that its merges are
+the same: a speed-up measured within one run, which a shared machine's drift skews far less
+than runs hours apart.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Slow, plain pure-Python byte-level BPE: the test oracle for SPEC.md sections 1 and 2.
+"""Slow, plain pure-Python byte-level BPE: the test oracle for docs/spec.md §1 and §2.
 
 Every step is written the naive way (full pair recount per merge, GPT-2's original `bpe()` loop per
 pretoken) so that it can be checked by reading. It is test-only: never import it from `src/`, and
@@ -95,7 +95,7 @@ def _merge_pair(tokens: tuple[bytes, ...], pair: tuple[bytes, bytes]) -> tuple[b
 def train_from_counts(
     word_counts: dict[bytes, int], vocab_size: int, special_tokens: list[str]
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
-    """SPEC section 1 steps 4-6 on a table word bytes -> count.
+    """docs/spec.md §1, rules 4-6, on a table word bytes -> count.
 
     Stops early, silently, when no pair is left; `len(merges)` then tells how many were made.
 
@@ -144,7 +144,7 @@ def train_from_counts(
 def train(
     text: str, vocab_size: int, special_tokens: list[str], pattern: str = GPT2_PATTERN
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
-    """Train byte-level BPE on `text` (SPEC section 1).
+    """Train byte-level BPE on `text` (docs/spec.md §1).
 
     >>> vocab, merges = train("ab ab ab", 257, [], pattern=r"\\S+")
     >>> merges, vocab[256]
@@ -191,7 +191,8 @@ def encode(
     special_tokens: list[str] | None = None,
     pattern: str = GPT2_PATTERN,
 ) -> list[int]:
-    """Encode `text` to ids (SPEC section 2); every special token in `special_tokens` is allowed.
+    """Encode `text` to ids (docs/spec.md §2); every special token in `special_tokens` is
+    allowed.
 
     Where several ids share the same bytes, the lowest id is used.
 

@@ -1,4 +1,4 @@
-"""Tests of `bytepair.Tokenizer` encoding and decoding (SPEC §2).
+"""Tests of `bytepair.Tokenizer` encoding and decoding (docs/spec.md §2).
 
 Two oracles: tiktoken's `gpt2` (loaded offline) for the GPT-2 files, and `tests/reference.py` for
 tokenizers trained by bytepair and for cases tiktoken cannot express (overlapping special tokens,

@@ -1,4 +1,4 @@
-"""Tests of the interchange formats (SPEC §3, issue 9): every format round-trips a tokenizer
+"""Tests of the interchange formats (docs/spec.md §3): every format round-trips a tokenizer
 (special tokens and pattern included); HF `tokenizers` and `tiktoken` built from the exported
 files give bytepair's ids for every preset; GPT-2's files come back byte for byte; `load`
 detects formats; foreign `tokenizer.json` shapes load or are refused naming the part; malformed

@@ -1,6 +1,6 @@
-"""A short fuzzing pass over every reader of untrusted input (issue 6; the long runs use
-`tools/fuzz.py`), a check that the harness catches crashes, hangs and violations, and the
-regressions the fuzzer found, each reduced to its input.
+"""A short fuzzing pass over every reader of untrusted input (the long runs use `tools/fuzz.py`), a
+check that the harness catches crashes, hangs and violations, and the regressions the fuzzer found,
+each reduced to its input.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Tests of model files (SPEC §3, §4): `save`/`load` (bytepair.model), GPT-2 `vocab.json` +
-`merges.txt` via `Tokenizer.from_files`, interoperability with HF `tokenizers`, the GPT-2 byte
-table, clear errors on malformed files, and atomic writes.
+"""Tests of model files (docs/spec.md §3, §4): `save`/`load` (bytepair.model), GPT-2
+`vocab.json` + `merges.txt` via `Tokenizer.from_files`, interoperability with HF `tokenizers`,
+the GPT-2 byte table, clear errors on malformed files, and atomic writes.
 """
 
 from __future__ import annotations
@@ -496,7 +496,7 @@ def test_failed_save_keeps_old_files(trained, trained_ws, tmp_path: Path, monkey
     _same(bytepair.load(tmp_path), trained)
 
 
-# --- the Unicode version of training (issue 13) ----------------------------------------------
+# --- the Unicode version of training ---------------------------------------------------------
 
 
 def _tiny(pattern: str = "gpt2") -> bytepair.Tokenizer:

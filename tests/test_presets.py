@@ -1,9 +1,8 @@
-"""The GPT-4 pattern presets (issue 9 part 3): `cl100k` and `o200k` are tiktoken's strings
+"""The GPT-4 pattern presets (docs/spec.md §2.8): `cl100k` and `o200k` are tiktoken's strings
 verbatim and run on hand-written scanners (`rust/src/pretokenize/`: an SSE2 path for ASCII text,
 scalar scanners for the rest). They split text as the Python `regex` package does on every code
-point in context (outside the Unicode 17 additions, where the oracle is newer: see
-test_unicode.py) and on fuzzed text long enough for the ASCII path, and give tiktoken's ids on
-fuzzed text.
+point in context (outside the Unicode 17 additions, where the oracle is newer: see test_unicode.py)
+and on fuzzed text long enough for the ASCII path, and give tiktoken's ids on fuzzed text.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Tests of the oracle (`tests/reference.py`) against SPEC.md and the upstream CS336 fixtures.
+"""Tests of the oracle (`tests/reference.py`) against docs/spec.md and the upstream CS336
+fixtures.
 
 If these pass, the oracle can be trusted as the other side of every differential test. They do not
 test `bytepair`.
@@ -166,8 +167,8 @@ def test_corpus_en_matches_reference(cs336_data: Path) -> None:
 
 
 def test_special_tokens_snapshot(cs336_data: Path) -> None:
-    # The snapshot's corpus, tinystories_sample_5M.txt, is not in the store (MANIFEST.txt), so its
-    # merges cannot be reproduced. What it still pins down is the layout of SPEC section 1:
+    # The snapshot's corpus, tinystories_sample_5M.txt, is not shipped (tests/data/README.md), so
+    # its merges cannot be reproduced. What it still pins down is the layout of docs/spec.md §1:
     # vocab_size=1000 with one special gives 1000 - 256 - 1 = 743 merges, ids 0..999, and no
     # token but the special contains "<|".
     with open(cs336_data / "snapshots" / "test_train_bpe_special_tokens.pkl", "rb") as f:
@@ -193,7 +194,7 @@ def test_gpt2_merges_are_in_creation_order(
     gpt2: tuple[dict[int, bytes], list[tuple[bytes, bytes]]],
 ) -> None:
     # Every merge uses only tokens made earlier, so "lowest rank first" (GPT-2's loop) and
-    # "apply the merges in creation order" are the same function on this file (SPEC section 2).
+    # "apply the merges in creation order" are the same function on this file (docs/spec.md §2.2).
     vocab, merges = gpt2
     known = {bytes([b]) for b in range(256)}
     for left, right in merges:

@@ -57,7 +57,8 @@ def test_failing_worker_does_not_hang(tmp_path: Path) -> None:
 
 
 def test_failing_worker_cli_exits_with_the_error(tmp_path: Path) -> None:
-    """The issue's case: 130 MB, so that the default 4 MB chunks fill the channel."""
+    """The same through the CLI, on 130 MB, so that the default 4 MB chunks fill the channel:
+    exit status 2 and the error, no traceback, no output folder."""
     path = tmp_path / "aa.txt"
     path.write_text(("a" * 40 + EOT) * 2_500_000, encoding="utf-8")
     done = subprocess.run(
@@ -114,7 +115,7 @@ def test_ctrl_c_stops_long_calls(tmp_path: Path, call: str) -> None:
         print("READY", flush=True)
         try:
             if call == "count_files":
-                for _ in range(20):  # one count took 0.7-0.9 s here, near the signal's delay
+                for _ in range(20):  # enough counts that one is running when the signal comes
                     bytepair.count_files(path, num_threads=1)
             elif call == "train_merges":
                 for _ in range(20):
@@ -138,9 +139,10 @@ def test_ctrl_c_stops_long_calls(tmp_path: Path, call: str) -> None:
 def test_ctrl_c_cli_train_exits_130_without_output(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     rng = random.Random(0)
-    # ~220 MB of 2 M distinct words, 50 K merges: ~2.4 s here, most of it merges, which more
-    # cores shorten little. (200 K distinct words and 5 K merges took 0.6 s once counting was
-    # faster: the signal came as the process exited, after the output was written.)
+    # ~220 MB of 2 M distinct words, 50 K merges: a run of seconds, most of it merges, which more
+    # cores shorten little, so the signal comes while it runs. (A run of 200 K distinct words and
+    # 5 K merges once ended first: the signal came as the process exited, after the output was
+    # written.)
     words = [f"w{rng.randrange(10**9)}" for _ in range(2_000_000)]
     path.write_text(" ".join(words) * 10, encoding="utf-8")
     out = tmp_path / "tok"

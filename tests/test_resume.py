@@ -1,6 +1,6 @@
 """Several sizes from one run (`shrink`, `--save-at`) and continued training (`continue_from`,
-`--continue-from`), issue 9 parts 4 and 5: each result equals a separate fresh run, and
-continuing keeps every id and merge of the tokenizer it starts from.
+`--continue-from`), docs/spec.md §1: each result equals a separate fresh run, and continuing keeps
+every id and merge of the tokenizer it starts from.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def test_gpt4_presets_cut_between_pretokens(tmp_path: Path, preset: str) -> None
 
 
 def test_shards_are_balanced_in_every_script(tmp_path: Path) -> None:
-    """Chinese without spaces cuts as often as English (SPEC §3a)."""
+    """Chinese without spaces cuts as often as English (docs/spec.md §3a)."""
     rng = random.Random(3)
     for name, words in [
         ("en", ["the", " cat", " sat", ". "]),

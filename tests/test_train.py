@@ -135,7 +135,7 @@ def test_corpus_en_matches_oracle_ids(cs336_data: Path) -> None:
     assert tok.vocab == expected_vocab
 
 
-# --- SPEC worked example --------------------------------------------------------------------------
+# --- the worked example of docs/spec.md §1 --------------------------------------------------------
 
 WORKED = ("low low low low low lower lower widest widest widest "
           "newest newest newest newest newest newest")
@@ -237,8 +237,8 @@ def test_train_matches_oracle_whitespace_pattern(corpus: tuple[str, list[str], i
 
 @pytest.mark.parametrize("special", ["a", "<", " ", "\n"])
 def test_one_byte_special_token_gets_its_own_id(special: str) -> None:
-    # Regression: a one-byte special token used to reuse the byte's id (SPEC §1.6: specials follow
-    # the last merge, whatever their bytes).
+    # Regression: a one-byte special token used to reuse the byte's id (docs/spec.md §1.6: specials
+    # follow the last merge, whatever their bytes).
     text = "ab ab a<b\n"
     expected_vocab, expected_merges = ref.train(text, 262, [special])
     tok, _ = _quietly(train_from_iterator, [text], 262, [special])

@@ -1,7 +1,7 @@
-"""One Unicode version for every pretokenization path (issue 13): regex-syntax's, which tiktoken
-uses. The scanner equals the regex-engine path on every code point; the oracle (Python `regex`, a
-newer Unicode) differs exactly where `tests/data/unicode_diff.txt` says; GPT-2's files give
-tiktoken's ids on strings drawn from every assigned code point. The 10^6-string fuzz run:
+"""One Unicode version for every pretokenization path (docs/spec.md §2.9): regex-syntax's, which
+tiktoken uses. The scanner equals the regex-engine path on every code point; the oracle (Python
+`regex`, a newer Unicode) differs exactly where `tests/data/unicode_diff.txt` says; GPT-2's files
+give tiktoken's ids on strings drawn from every assigned code point. The 10^6-string fuzz run:
 `FUZZ_STRINGS=1000000 .venv/bin/pytest -q --runslow tests/test_unicode.py -k fuzz`.
 """
 
@@ -52,7 +52,7 @@ def test_scanner_equals_regex_engine_on_every_code_point(preset: str, context: s
         pytest.fail(f"{len(bad)} code points differ, e.g. {[f'U+{ord(c):04X}' for c in bad[:10]]}")
 
 
-def test_issue_example_is_the_same_on_both_paths() -> None:
+def test_unassigned_then_cjk_is_the_same_on_both_paths() -> None:
     text = "\U0001e6c8跎 a\u0558b"
     expected = ["\U0001e6c8", "跎", " a", "\u0558", "b"]
     assert pretokenize(text) == pretokenize(text, pattern=f"(?:{GPT2_PATTERN})") == expected
@@ -113,7 +113,7 @@ def test_oracle_and_bytepair_differ_exactly_as_documented() -> None:
         assert [b for _, b in documented] == _classes_in_context(_bytepair_many(pattern), chars)
 
 
-def test_issue_example_against_the_oracle(cs336_data: Path, tiktoken_gpt2) -> None:
+def test_unassigned_then_cjk_against_the_oracle(cs336_data: Path, tiktoken_gpt2) -> None:
     # U+1E6C8 is a letter in Unicode 17 (the oracle), unassigned in 16 (bytepair and tiktoken).
     text = "\U0001e6c8跎"
     assert ref.pretokenize(text) == [text]
@@ -191,7 +191,7 @@ def test_fuzz_matches_tiktoken_hypothesis(cs336_data, tiktoken_gpt2, pieces: lis
 
 @pytest.mark.slow
 def test_fuzz_matches_tiktoken_long(cs336_data: Path, tiktoken_gpt2) -> None:
-    # 10^6 strings with FUZZ_STRINGS=1000000 (README); the slow run of CI does fewer.
+    # 10^6 strings with FUZZ_STRINGS=1000000 (docs/unicode.md); the slow run of CI does fewer.
     n = int(os.environ.get("FUZZ_STRINGS", "200000"))
     start = time.perf_counter()
     for seed in range(0, n, 100_000):

@@ -80,8 +80,8 @@ pub enum TableError {
 /// corpus overflows them. Words of up to 15 bytes (nearly all) are packed into a u128 key (no
 /// allocation, no byte comparison) and spread over `PARTS` partitions by hash, so that each
 /// partition's map stays small enough for the CPU caches when updated in batches (`Counter`).
-/// Longer words are spread over as many partitions, so that tables sum on all threads (one map
-/// of them took 0.12 s on one thread, three quarters of summing the large corpus's two tables).
+/// Longer words are spread over as many partitions, so that tables sum on all threads (in one
+/// map, they were three quarters of the time of summing two tables of the large corpus).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WordCounts {
     short: Vec<ShortMap>,
@@ -295,17 +295,16 @@ fn add_one<K: std::hash::Hash + Eq>(
 /// Counts words into a `WordCounts`, with two layers in front of its maps.
 /// Why: the table of a large corpus (millions of words) does not fit in the CPU caches, and
 /// lookups that missed memory were 77% of counting time (perf). 1. A cache of hot words, three
-/// to a line (4 MB, L3): word frequencies are Zipfian, so it catches 95.1% of the occurrences
-/// of words of up to 15 bytes (two to a line with u64 counts, 93.8%: counting took 3% longer,
-/// median of 12 runs taking turns; direct-mapped at 512 KB, 80%: the misses' queueing and
-/// flushing were a third of counting. At 2 MB, two to a line: counting took a median 1.18 s
-/// against 1.11 s at 4 MB; 1 MB 1.31 s, 8 MB as 4 MB). 2. What it evicts is
+/// to a line (4 MB, L3): word frequencies are Zipfian, so it catches nearly all occurrences of
+/// words of up to 15 bytes. Two to a line (u64 counts) caught fewer and counted slower; a
+/// direct-mapped cache of 512 KB caught too few, and queueing and flushing its misses took a
+/// third of counting; smaller sizes counted slower and 8 MB no faster. 2. What it evicts is
 /// queued per partition and applied in batches, so one small partition map is updated at a time
 /// while it sits in cache. Words longer than `PACKED_MAX` bytes skip the cache and are queued
 /// likewise. The partitions are shared by the counters of one count (`Counter::sharing`), each
 /// behind a lock taken once a flush: one table for all threads, not one each to sum at the end
-/// (summing two took 0.08-0.10 s of 1.75 s on the large corpus, and each thread's table held
-/// most of the words again).
+/// (summing two cost about 5% of counting the large corpus, and each thread's table held most
+/// of the words again).
 pub struct Counter {
     hot: Vec<HotSet>,
     /// The keys and cache slots of the last `AHEAD` words, whose lines were asked for: word
@@ -340,14 +339,14 @@ const BATCH: usize = 64;
 /// How many words after its own a word is looked up in the cache (`Counter::add_batch`; 8 was
 /// slower, 32 no faster).
 const AHEAD: usize = 16;
-/// Evicted counts queued per partition before they are applied (9 MB a thread: large corpus, 2
-/// threads, 1.79-1.89 s at 512, 1.73-1.75 s at 1024 entries of 32 bytes; with entries of 24
-/// bytes, 1.57-1.72 s at 1024, 1.55-1.69 s at 1536, 2048 no clearer).
+/// Evicted counts queued per partition before they are applied (9 MB a thread). Longer queues
+/// spread each flush (a lock, a partition map brought into cache) over more counts: shorter ones
+/// counted the large corpus slower, longer ones were no faster.
 const QUEUE: usize = 1536;
 /// Bytes of the queue of long words of each partition (2 MB a thread once all are in use, e.g.
 /// in Chinese text). Why queue them: counted one at a time, they were 1.6% of the large
 /// corpus's words but 15% of counting's time (perf), and each thread's table of them was summed
-/// at the end (large corpus, 2 threads: 1.91-2.04 s before, 1.62-1.84 s queued).
+/// at the end.
 const LONG_QUEUE: usize = 8192;
 
 /// The partitions of one count (packed words and longer ones), shared by its counters.
@@ -380,7 +379,7 @@ impl Counter {
     /// hit's increment); asked for a batch of 64 at once, the lines' requests queued up.
     fn add_batch(&mut self, b: &[u8], spans: &[(usize, usize)]) {
         // a local, kept in a register: as a field it was loaded and stored for every word
-        // (counting 1-2.5% slower: two sets of 8 paired runs, medians)
+        // (counting a little slower)
         let mut n_seen = self.n_seen;
         for &(start, end) in spans {
             // one-byte words too: a branch of their own was mispredicted more than it saved
@@ -622,11 +621,10 @@ fn decode_cut(raw: &[u8]) -> usize {
 /// `progress(n)` is called on the calling thread with the bytes read so far; false stops.
 /// Any error (of a reader or of a worker, a panic included) ends the whole call with it.
 ///
-/// A regular file is cut in regions at safe cuts (`config.cuts`), and each worker reads the
-/// regions it takes itself. Why: one reader thread for all (read, UTF-8 check, copy) took 0.22
-/// CPU-s for the large corpus, where each counting thread took 0.96 s for half of it: it keeps
-/// up with about 9 counting threads, not 16 or 64. Pipes, one worker, or no cut finder: one
-/// reader thread hands chunks to the workers.
+/// A regular file is cut in regions at safe cuts (`config.cuts`), and each worker reads the regions
+/// it takes itself. Why: one reader thread for all (read, UTF-8 check, copy) costs about a ninth of
+/// what counting the same bytes costs, so it keeps up with about 9 counting threads, not 16 or 64.
+/// Pipes, one worker, or no cut finder: one reader thread hands chunks to the workers.
 pub fn count_file(
     path: &Path,
     start: u64,
@@ -707,8 +705,7 @@ impl Job<'_> {
 /// How far before a region's target its cut is looked for. Where text has no cut for this long
 /// (one pretoken of 256 KiB, or a custom pattern's text between rare special tokens), the
 /// region grows into the next instead: planning reads at most ~340 KB a region. (Looked for up
-/// to 64 MiB back, 100 MB of one letter took 12 s to plan against 1.9 s to count; 1 MiB back,
-/// 0.1 s.)
+/// to 64 MiB back, planning 100 MB of one letter took several times as long as counting it.)
 const REGION_BACK: u64 = 256 << 10;
 
 /// Bytes `start..end` cut in regions for `n_workers` to take in turn: each a share of what is
@@ -988,9 +985,8 @@ enum ReadError {
 
 /// How long the reader waits at most on a full channel before it looks at `progress` again,
 /// and how often `count_regions` reports progress.
-/// (It polled every 0.2 ms: counting the large corpus on 2 cores switched threads 6,000 times,
-/// now 700. Counting took a median 1.76 s against 1.68 s polling every 2 ms in a slow hour of
-/// this machine, and alike, 1.30 s, in a fast one.)
+/// (Polling every 0.2 ms made counting on 2 cores switch threads about 9 times as often; at
+/// 20 ms counting is as fast as at 2 ms, within the noise of the measurement.)
 const SEND_WAIT: Duration = Duration::from_millis(20);
 
 /// What `read_chunks` does with a chunk: (chunk, bytes read so far, progress) -> go on (false:

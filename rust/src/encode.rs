@@ -1,6 +1,6 @@
-//! The encoder (SPEC §2): special tokens, then the shared pretokenizer, then BPE of each pretoken
-//! by merge rank (`merge`); and decoding ids back to bytes. Every table is built once, in
-//! `Encoder::new`.
+//! The encoder (docs/spec.md §2): special tokens, then the shared pretokenizer, then BPE of each
+//! pretoken by merge rank (`merge`); and decoding ids back to bytes. Every table is built once,
+//! in `Encoder::new`.
 //!
 //! Performance notes: a cache maps a pretoken's bytes to its ids (`cache`; ~90% of pretokens of
 //! 2+ bytes hit it on real text). Calls take warm caches from a small pool and give them back,

@@ -1,4 +1,4 @@
-//! The BPE merge loop (SPEC §1.5): from word counts to merges, with CS336's tie-break.
+//! The BPE merge loop (docs/spec.md §1.5): from word counts to merges, with CS336's tie-break.
 //! Words are token-id sequences in one arena (`words.rs`); pair counts are updated only from
 //! the words the chosen pair occurs in (each pair keeps its list of words); the next pair comes
 //! from a lazy max-heap.
@@ -260,9 +260,8 @@ enum Moved {
 
 /// The counts one thread moved while merging a run of words, and the words behind them. Each
 /// on lines of its own: the threads' deltas sit side by side, and where two of them shared a
-/// line it went back and forth between the cores writing it (false sharing; a build whose
-/// deltas happened to share one took 1.48-1.88 s for the large corpus's merge stage against
-/// 1.22-1.36 s aligned).
+/// line it went back and forth between the cores writing it (false sharing: a build whose
+/// deltas happened to share one ran the large corpus's merge stage about 30% slower).
 #[derive(Default)]
 #[repr(align(128))]
 struct Delta {
@@ -385,13 +384,12 @@ fn merge_words<T: Token>(run: Run<'_, T>, (pair, new): (Pair, TokenId), d: &mut 
     }
 }
 
-/// A merge is split into runs of at least this many words, one per thread at most. Measured on
-/// the large corpus with 2 threads (`train_profile`, runs taking turns): splitting merges of
-/// 300+ words instead of 10,000+ took the whole loop from 2.77-2.96 s to 2.49-2.78 s at 10K
-/// merges, and from 3.61-3.73 s to 3.14-3.32 s at 32K; 100-300 were alike. (When the loop
-/// ran outside the pool, splitting merges below 10,000 words had cost more than it saved.)
-/// With the other threads kept awake (`with_pool_awake`), 60 did as well as 150 or better
-/// (merge stage 1.21-1.34 s against 1.28-1.61 s, three runs each).
+/// A merge is split into runs of at least this many words, one per thread at most. On the
+/// large corpus with 2 threads (`train_profile`), splitting merges of a few hundred words, not
+/// only of 10,000+, made the whole loop about a tenth faster, more so at 32K merges than at
+/// 10K. (When the loop ran outside the pool, splitting merges below 10,000 words had cost more
+/// than it saved.) With the other threads kept awake (`with_pool_awake`), 60 does as well as
+/// 150 or better.
 const RUN_MIN_WORDS: usize = 60;
 
 /// Merges `pair` into `new` in the words `ws` (sorted, distinct), split in runs over the
@@ -672,9 +670,9 @@ const REPORT_EVERY: Duration = Duration::from_millis(10);
 /// awake: each looks for jobs without ever going to sleep until `f` returns. A merge split over
 /// the threads waits for its slowest part; a rayon thread that found no work for a moment goes
 /// to sleep, and waking it took about as long as the merges of 1,000-9,999 words saved by
-/// being split (large corpus: with applying, 0.36-0.43 s on two sleeping threads against 0.36 s
-/// on one; kept awake, 0.32-0.35 s, their merging 0.22 s against 0.34 s on one thread). The
-/// cost is that the other cores stay busy during the serial parts of the loop too.
+/// being split (on the large corpus, split over two sleeping threads they were no faster than
+/// on one; kept awake, the two merge them in two thirds of one thread's time). The cost is
+/// that the other cores stay busy during the serial parts of the loop too.
 fn with_pool_awake<R>(pool: &rayon::ThreadPool, f: impl FnOnce() -> R) -> R {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let awake = AtomicBool::new(true);
@@ -977,7 +975,8 @@ mod tests {
 
     #[test]
     fn words_counted_zero_times_weigh_nothing() {
-        // As in SPEC's reference: a word counted 0 times holds no pair, so (a,b) is never merged.
+        // As in the reference trainer (tests/reference.py): a word counted 0 times holds no
+        // pair, so (a,b) is never merged.
         let r = train(counts(&[("ab", 0), ("cd", 1)]), 5, 1, &mut |_| true).unwrap();
         assert_eq!(merged_bytes(&r), ["c d"]);
     }

@@ -16,6 +16,6 @@ fn tables_are_generated_from_the_pinned_regex_syntax() {
 #[test]
 fn unicode_version_is_16() {
     // tiktoken's (and bytepair's regex-engine path's) version today; a change is a decision
-    // (README "Unicode version"), not a side effect of a dependency bump.
+    // (docs/unicode.md), not a side effect of a dependency bump.
     assert_eq!(gen_tables::unicode_version(), "16.0.0");
 }

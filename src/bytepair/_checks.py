@@ -62,7 +62,8 @@ def check_merges(merges: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, byt
         raise TypeError(f"merges must be a list of (bytes, bytes) pairs, got {merges!r:.100}")
     out = []
     for k, pair in enumerate(merges):
-        # The usual item, a tuple of two bytes, checked without a call (10K merges: 25 -> 4 ms).
+        # The usual item, a tuple of two bytes, checked without a call (a call per item was most
+        # of the time of checking 10K merges).
         if type(pair) is tuple and len(pair) == 2:
             a, b = pair
             if type(a) is bytes and type(b) is bytes:

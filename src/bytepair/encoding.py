@@ -1,4 +1,4 @@
-"""The Tokenizer (SPEC §2): encode and decode with a vocabulary, merges and special tokens.
+"""The Tokenizer (docs/spec.md §2): encode and decode with a vocabulary, merges and special tokens.
 Python decides policy (which special tokens are allowed, what is an error); the Rust `Encoder`
 does all the work, with the same pretokenizer as training. It never trains.
 
@@ -81,7 +81,7 @@ class Tokenizer:
         *,
         pattern: str = "gpt2",
     ) -> Tokenizer:
-        """Reads GPT-2-format `vocab.json` and `merges.txt` (SPEC §3).
+        """Reads GPT-2-format `vocab.json` and `merges.txt` (docs/spec.md §3.3).
 
         >>> Tokenizer.from_files("vocab.json", "merges.txt", ["<|endoftext|>"])  # doctest: +SKIP
         """

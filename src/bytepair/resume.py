@@ -1,8 +1,8 @@
-"""Where a training run starts and how its result is laid out: fresh (ids are bytes, merges,
-special tokens: SPEC §1.6) or continued from an existing tokenizer, whose ids and merges all
-stay (new merges and new special tokens take the next free ids); and `shrink`, the tokenizer
-of a smaller size cut from a run's result. Merges are a prefix sequence (each choice depends
-only on the ones before), so both equal separate fresh runs; the merge loop itself is Rust's.
+"""Where a training run starts and how its result is laid out: fresh (ids are bytes, merges, special
+tokens: docs/spec.md §1.6) or continued from an existing tokenizer, whose ids and merges all stay
+(new merges and new special tokens take the next free ids); and `shrink`, the tokenizer of a smaller
+size cut from a run's result. Merges are a prefix sequence (each choice depends only on the ones
+before), so both equal separate fresh runs; the merge loop itself is Rust's.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ def _core_merges(base: Tokenizer) -> list[tuple[int, int]]:
 
 
 def layout(run: Plan, pairs: list[tuple[int, int]], token_bytes: list[bytes]) -> Tokenizer:
-    """The tokenizer of a run's result (core ids → the ids of SPEC §1.6, or the base's)."""
+    """The tokenizer of a run's result (core ids → the ids of docs/spec.md §1.6, or the
+    base's)."""
     merges = [(token_bytes[a], token_bytes[b]) for a, b in pairs]
     if run.base is None:
         vocab = dict(enumerate(token_bytes))

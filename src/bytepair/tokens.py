@@ -1,8 +1,9 @@
-"""Token files (SPEC §3): the flat id arrays LM training memory-maps. Writes `NAME.bin` (raw
-little-endian ids), `NAME.npy`, or Megatron-LM's indexed dataset (`NAME.bin` + `NAME.idx`), each
-with the JSON sidecar `DATA.json`; reads them back with `load_tokens`. The writer only appends to
-a `.partial` file and renames it at the end, so a reader never sees half a file and an
-interrupted run can continue (`corpus.py` keeps the journal). It does not encode anything.
+"""Token files (docs/spec.md §3.6): the flat id arrays LM training memory-maps. Writes
+`NAME.bin` (raw little-endian ids), `NAME.npy`, or Megatron-LM's indexed dataset (`NAME.bin` +
+`NAME.idx`), each with the JSON sidecar `DATA.json`; reads them back with `load_tokens`. The
+writer only appends to a `.partial` file and renames it at the end, so a reader never sees half
+a file and an interrupted run can continue (`corpus.py` keeps the journal). It does not encode
+anything.
 """
 
 from __future__ import annotations

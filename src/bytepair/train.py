@@ -1,6 +1,7 @@
 """Training: checks the configuration, runs the stages (count in Rust, merge in Rust), reports
-progress and a summary, and returns a `Tokenizer`. The semantics are SPEC §1 (CS336's): ties go
-to the lexicographically greater pair; ids are bytes, then merges, then special tokens.
+progress and a summary, and returns a `Tokenizer`. The semantics are those of docs/spec.md §1
+(CS336's): ties go to the lexicographically greater pair; ids are bytes, then merges, then
+special tokens.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 //! Words longer than `PACKED_MAX` bytes, the few that do not fit a packed key: one partition's
 //! bytes one after another in a buffer, and a table of (hash, place, count) entries.
 //! Why not a map of boxed words: on the large corpus these are 1.6% of the words counted but a
-//! quarter of the distinct ones (0.70 M), and boxed they cost an allocation each, a byte hash
-//! again at every table growth and 0.1-0.15 s of frees when training lays the words out.
+//! quarter of the distinct ones, and boxed they cost an allocation each, a byte hash again at
+//! every table growth and as many frees when training lays the words out.
 
 use std::hash::BuildHasher;
 

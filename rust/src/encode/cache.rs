@@ -5,20 +5,18 @@ use crate::train::TokenId;
 use crate::FastMap;
 
 /// Pretokens longer than 15 bytes are cached by their bytes up to this length, while their
-/// bytes fit in `LONG_BYTES_PER_ENTRY` × the table's entry limit (8 MB of 2^20). The cap was
-/// 2^15 entries of up to 256 bytes: 30 MB of the large corpus have 58 K distinct pretokens of
-/// 16-64 bytes, and those past the cap missed every time, a fifth of a warm pass; a few runs
-/// of over 256 bytes (box drawing, CJK sentences) went through the heap every time, 9% of it.
+/// bytes fit in `LONG_BYTES_PER_ENTRY` × the table's entry limit (8 MB of 2^20). Why so many
+/// and so long: with at most 2^15 entries of up to 256 bytes, the pretokens of 16-64 bytes past
+/// that cap (a large corpus has tens of thousands) missed every time, a fifth of a warm pass,
+/// and runs of over 256 bytes (box drawing, CJK sentences) went through the heap every time.
 pub const LONG_WORD: usize = 16 << 10;
 const LONG_BYTES_PER_ENTRY: usize = 8;
 /// The table takes no more entries past this many (a 64 MB table at most): the 100 MB of text
-/// the encoding benchmark reads has 775 K distinct pretokens. The cap was 2^18 (16 MB); words first
-/// seen past it missed every time (1.1 M misses in those 100 MB): 2^20 made per-document
-/// encoding 15-20% faster. A call on several threads shares this budget between their caches,
-/// so its memory does not grow with the thread count. (Tried: caps at 3/4 of a power of two,
-/// which fill the table a cap of 2^20 leaves half full at 2^21 slots, and give each of 2
-/// threads 786 K entries instead of 524 K: 8 MB batches of the large corpus on 2 threads,
-/// 0.81-1.07 s against 0.85-0.96 s, more page faults; dropped.)
+/// the encoding benchmark reads has 775 K distinct pretokens, and with a cap of 2^18 every word
+/// first seen past it missed. A call on several threads shares this budget between their
+/// caches, so its memory does not grow with the thread count. (Caps at 3/4 of a power of two,
+/// which would fill the table that a cap of 2^20 leaves half full, were no faster on 2 threads
+/// and faulted in more pages.)
 pub const ENTRIES: usize = 1 << 20;
 /// The least entries per thread.
 const MIN_ENTRIES: usize = 1 << 16;
@@ -92,13 +90,11 @@ fn tail_word(b: &[u8]) -> u32 {
 /// warm passes 11-15% faster without it).
 /// One open-addressed table of 32-byte slots (two per cache line) with up to 4 ids inline (more
 /// go to `ids`), at most 3/4 full: a lookup is one multiply and, nearly always, one or two
-/// adjacent cache lines. (At most half full, the 775 K distinct pretokens of the benchmark's
-/// 100 MB took a 64 MB table and 128 MB of fresh pages over its doublings; the kernel zeroing
-/// them was 11% of a cold per-document run from Python. At 3/4 they take 32 MB: per-document
-/// runs of `encode_profile` (100 MB, a new process each) were 2-6% faster (median and mean
-/// of five), warm runs no slower.
-/// Tried and dropped: words of up to 7 bytes (68% of lookups) in a table of their own with
-/// 16-byte slots made warm runs 5-10% slower, with a branch on the length before each lookup.)
+/// adjacent cache lines. (At most half full, the benchmark's pretokens took a 64 MB table and
+/// twice that in fresh pages over its doublings, whose zeroing by the kernel was 11% of a cold
+/// per-document run from Python; at 3/4 they take 32 MB, and cold runs are faster, warm ones no
+/// slower. Tried and dropped: words of up to 7 bytes in a table of their own with 16-byte slots
+/// made warm runs slower, with a branch on the length before each lookup.)
 /// (It replaced a direct-mapped array in front of a hash map, whose misses cost 2-3 lines.)
 /// Once full the table takes no new entries rather than evicting: frequent pretokens show up
 /// early, so the first ones seen are worth keeping and the hit rate stays steady (clearing it
@@ -214,9 +210,8 @@ pub fn entries_per_thread(threads: usize) -> usize {
 
 /// A table of `n` empty slots, or None if memory is short. Large tables ask Linux for huge
 /// pages (2 MB): lookups land all over a table of up to 64 MB, and with 4 KB pages nearly each
-/// one missed the TLB too (perf: half the lookup loop's samples sat on the prefetch). With huge
-/// pages the loop's samples fell by 17-34%; THP in its common `madvise` mode gives none unless
-/// asked.
+/// one missed the TLB too (perf: half the lookup loop's samples sat on the prefetch), which huge
+/// pages mostly avoid; THP in its common `madvise` mode gives none unless asked.
 fn empty_slots(n: usize) -> Option<Vec<Slot>> {
     let mut slots = Vec::new();
     slots.try_reserve_exact(n).ok()?;

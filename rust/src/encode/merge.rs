@@ -1,5 +1,5 @@
-//! BPE of one pretoken by merge rank (SPEC §2.2): repeatedly merge every occurrence, left to
-//! right, of the adjacent pair of lowest rank, as GPT-2's `bpe()` does. This is the cache-miss
+//! BPE of one pretoken by merge rank (docs/spec.md §2.2): repeatedly merge every occurrence, left
+//! to right, of the adjacent pair of lowest rank, as GPT-2's `bpe()` does. This is the cache-miss
 //! path of the encoder: ~1 in 12 pretokens of real text, most of the encoder's time when cold.
 
 use std::cmp::Reverse;
@@ -44,8 +44,7 @@ pub struct PairTable {
 /// and each was a load from the 1 MB table that missed the CPU's L2 cache (perf: half of the
 /// miss path's time). Most tokens are on neither side of any merge (GPT-2: 9,443 lefts and
 /// 6,812 rights of 50,257 tokens), which settles 58% of those lookups in 12 KB; the pair bits
-/// settle nearly all the rest. Cold per-document encoding, 100 MB of the large corpus: 18%
-/// faster (`encode_profile ... docs`, three runs each).
+/// settle nearly all the rest, and cold per-document encoding is markedly faster.
 struct MayMerge {
     lefts: Vec<u64>,
     rights: Vec<u64>,
@@ -182,8 +181,8 @@ impl PairTable {
 
     /// `get` of a narrow table as it stores it: `rank << 16 | id`, `u32::MAX` for none (the
     /// low half of the slot). `merge_n` takes its i16 rank and id from this straight: through
-    /// a `Merge` and back, BPE of the large corpus's distinct words took 9% longer (0.45 against
-    /// 0.41 µs a word, `encode_profile ... misses`; 13% more instructions).
+    /// a `Merge` and back, BPE of the large corpus's distinct words took about a tenth longer
+    /// (`encode_profile ... misses`).
     #[inline(always)]
     fn get_narrow(&self, a: TokenId, b: TokenId) -> u32 {
         if !self.may.may(a, b) {

@@ -27,11 +27,10 @@
 //! before it in the block and up to `k + 3`, so the starts of a block of ASCII bytes are sure up
 //! to byte 60.
 //!
-//! Performance notes: on the small corpus (12% non-ASCII bytes) pretokenization takes 14.2
-//! instructions a byte with cl100k and 16.2 with o200k (GPT-2: 10.7), ~550 and ~520 MB/s (GPT-2:
-//! ~680); about half of them in the scalar scanners, for the non-ASCII text. Before this path
-//! cl100k counted at 0.8× GPT-2's speed; counting and encoding now take 1.03-1.14× GPT-2's
-//! instructions with either preset (README, Performance).
+//! Performance notes: with this path, counting and encoding with cl100k or o200k take about a
+//! tenth more instructions than with GPT-2's pattern (without it, cl100k counted at 0.8× GPT-2's
+//! speed); on text with some non-ASCII bytes about half of pretokenization's instructions are
+//! in the scalar scanners. Measured figures: docs/performance.md.
 
 use crate::pretokenize::gpt4::cl100k_token_end;
 use crate::pretokenize::o200k::o200k_token_end;

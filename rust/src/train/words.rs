@@ -18,7 +18,7 @@ use crate::FastMap;
 /// How the arena stores a token id: as a u16 when every id of the run is below 2^16 (up to
 /// 65,280 merges), else as a u32. Why: the arena is most of the loop's memory, and laying it
 /// out and reading it back are two of its steps; on the large corpus u16 tokens make it 35%
-/// smaller (207 -> 135 MB) and the peak RSS of training ~90 MB lower (606 -> 518 MB).
+/// smaller, and training's peak RSS lower by about the bytes saved.
 pub(super) trait Token: Copy + Eq + Send + Sync + 'static {
     /// Tokens per 16-byte unit; the header is one unit.
     const UNIT: usize = 16 / std::mem::size_of::<Self>();
@@ -222,13 +222,13 @@ pub(super) fn runs(refs: &[u32], n: usize) -> std::slice::Chunks<'_, u32> {
 
 impl<T: Token> Words<T> {
     /// Lays the words out in the arena grouped by their first two bytes, on the pool's threads,
-    /// straight from counting's tables: a count of each group's size, then every word written
-    /// at its group's cursor. The result does not depend on word order (counts are sums, ties
-    /// go by bytes), but words that share pairs then sit together: the merge loop ran 2.5x
-    /// faster on the large corpus than with words in hash order, and as fast as with the words
-    /// fully sorted (which took a copy of the keys and a sort: 0.17 of 0.33-0.43 s). Words of
-    /// fewer than 2 bytes hold no pair, now or later, and words counted 0 times weigh nothing
-    /// (as in SPEC's reference): both are left out.
+    /// straight from counting's tables: a count of each group's size, then every word written at
+    /// its group's cursor. The result does not depend on word order (counts are sums, ties go by
+    /// bytes), but words that share pairs then sit together: the merge loop ran 2.5x faster on the
+    /// large corpus than with words in hash order, and as fast as with the words fully sorted
+    /// (which took a copy of the keys and a sort, about half the layout's time). Words of fewer
+    /// than 2 bytes hold no pair, now or later, and words counted 0 times weigh nothing (as in the
+    /// reference trainer, tests/reference.py): both are left out.
     pub fn new(counts: WordCounts, pool: &rayon::ThreadPool) -> Result<Self, TrainError> {
         let (short, long) = counts.into_maps();
         // Each task takes a run of partitions, short and long words alike.
@@ -351,8 +351,8 @@ impl<T: Token> Words<T> {
     /// words, in two passes: the first counts each pair and the words of the run holding it,
     /// the second writes every list at its exact size, each run into its own part of it (so
     /// that every list comes out sorted). Lists that grew by doubling, then were joined and
-    /// shrunk, left the loop 16 MB more peak RSS and 0.1-1.0 s slower on the large corpus
-    /// (three runs each, 2 threads). No count can grow past these later: each
+    /// shrunk, left the loop more peak RSS (16 MB on the large corpus) and slower. No count can
+    /// grow past these later: each
     /// occurrence of a pair of tokens (x, y) sits on an occurrence of the byte pair (last of
     /// x, first of y), so when these fit in a u64 every later count does too.
     pub fn pairs(&self, pool: &rayon::ThreadPool) -> Result<Pairs, TrainError> {

@@ -137,8 +137,8 @@ def _check_unicode(version: str, path: Path) -> None:
     warnings.warn(
         f"{path} was trained with the character classes of Unicode {version}; this bytepair uses "
         f"Unicode {_core.UNICODE_VERSION} (tiktoken's). Text with characters whose class differs "
-        f"between the two (see the README, 'Unicode version') is pretokenized differently than "
-        f"in training; retrain to match. (Shown once per version.)",
+        f"between the two (bytepair's docs/unicode.md) is pretokenized differently than in "
+        f"training; retrain to match. (Shown once per version.)",
         UserWarning,
         stacklevel=3,
     )

@@ -1,7 +1,7 @@
-"""GPT-2 `vocab.json` + `merges.txt` (SPEC §3). Written exactly as OpenAI wrote GPT-2's
-`encoder.json` and `vocab.bpe` (one-line JSON with ASCII escapes; `#version: 0.2` then one merge
-a line), so GPT-2's own files come back byte for byte. The pair holds no pattern: it is the
-caller's (GPT-2's by default). Special tokens are stored as their text in `vocab.json`.
+"""GPT-2 `vocab.json` + `merges.txt` (docs/spec.md §3.3). Written exactly as OpenAI wrote GPT-2's
+`encoder.json` and `vocab.bpe` (one-line JSON with ASCII escapes; `#version: 0.2` then one merge a
+line), so GPT-2's own files come back byte for byte. The pair holds no pattern: it is the caller's
+(GPT-2's by default). Special tokens are stored as their text in `vocab.json`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""HF `tokenizer.json` (SPEC §3): model BPE, pre-tokenizer Sequence[Split(regex, Isolated),
-ByteLevel(use_regex=false)], decoder ByteLevel, special tokens as `added_tokens`. Written with
-merges as "a b" strings, which every `tokenizers` version reads; read in both spellings ("a b"
-and ["a", "b"], the pair form of tokenizers 0.20). Any byte-level BPE file of that shape
-(Llama-3's, GPT-2's ByteLevel-only one) loads with its own pattern; other shapes are refused
-naming the part. HF runs the Split regex on Oniguruma, which reads some syntax differently:
-`hf_regex` gives each preset an equivalent form and refuses what it cannot translate.
+"""HF `tokenizer.json` (docs/spec.md §3.4): model BPE, pre-tokenizer Sequence[Split(regex,
+Isolated), ByteLevel(use_regex=false)], decoder ByteLevel, special tokens as `added_tokens`. Written
+with merges as "a b" strings, which every `tokenizers` version reads; read in both spellings ("a b"
+and ["a", "b"], the pair form of tokenizers 0.20). Any byte-level BPE file of that shape (Llama-3's,
+GPT-2's ByteLevel-only one) loads with its own pattern; other shapes are refused naming the part. HF
+runs the Split regex on Oniguruma, which reads some syntax differently: `hf_regex` gives each preset
+an equivalent form and refuses what it cannot translate.
 """
 
 from __future__ import annotations

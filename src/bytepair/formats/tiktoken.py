@@ -1,9 +1,9 @@
-"""tiktoken's `.tiktoken` (SPEC §3): one `base64(token bytes) rank` line per token, the rank
-being the id. tiktoken merges the adjacent pair whose joined bytes have the lowest rank, so ids
-must follow merge order (bytepair's do). The file has no pattern and no special tokens: they go
-in a JSON sidecar beside it, `NAME.tiktoken.json`, whose keys are `tiktoken.Encoding`'s
-(`name`, `pat_str`, `special_tokens`). Reading recovers the merges from the ranks as HF's
-converter does: a token's merge is the last step of tiktoken's BPE on its own bytes.
+"""tiktoken's `.tiktoken` (docs/spec.md §3.5): one `base64(token bytes) rank` line per token, the
+rank being the id. tiktoken merges the adjacent pair whose joined bytes have the lowest rank, so ids
+must follow merge order (bytepair's do). The file has no pattern and no special tokens: they go in a
+JSON sidecar beside it, `NAME.tiktoken.json`, whose keys are `tiktoken.Encoding`'s (`name`,
+`pat_str`, `special_tokens`). Reading recovers the merges from the ranks as HF's converter does: a
+token's merge is the last step of tiktoken's BPE on its own bytes.
 """
 
 from __future__ import annotations
