@@ -283,3 +283,14 @@ def test_import_pulls_in_no_optional_dependency() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_version_is_the_package_s(tmp_path: Path) -> None:
+    """One version: the core's (Cargo.toml's), the metadata's and `--version`'s."""
+    from importlib.metadata import version
+
+    done = run_cli("--version", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert bytepair.__version__ == version("bytepair")
+    assert done.stdout.split()[:2] == ["bytepair", bytepair.__version__]
+    assert f"Unicode {bytepair.UNICODE_VERSION}" in done.stdout

@@ -843,6 +843,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CL100K_PATTERN", crate::pretokenize::gpt4::CL100K_PATTERN)?;
     m.add("O200K_PATTERN", crate::pretokenize::o200k::O200K_PATTERN)?;
     m.add("UNICODE_VERSION", crate::UNICODE_VERSION)?;
+    // The package's one version: Cargo.toml's, which maturin also writes into the metadata.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyWordCounts>()?;
     m.add_class::<PyEncoder>()?;
     m.add_function(wrap_pyfunction!(count_file, m)?)?;

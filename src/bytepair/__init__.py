@@ -1,6 +1,7 @@
 """bytepair: exact, fast, memory-bounded byte-level BPE (CS336 semantics) with a Rust core."""
 
 from ._core import UNICODE_VERSION
+from ._core import __version__ as __version__
 from .encoding import Tokenizer
 from .formats import load, save
 from .patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
@@ -25,7 +26,6 @@ __all__ = [
     "train_from_counts",
     "train_from_iterator",
 ]
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:

@@ -8,6 +8,7 @@ GPT2_PATTERN: str
 CL100K_PATTERN: str
 O200K_PATTERN: str
 UNICODE_VERSION: str
+__version__: str
 
 class WordCounts:
     def __init__(self, items: Sequence[tuple[bytes, int]] | None = None) -> None: ...

@@ -12,6 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from . import UNICODE_VERSION, __version__
 from .cli_options import common_options, pattern_option, ray_option, special_option
 from .cli_shards import add_count_parser, count_command, train_on_counts
 from .cli_view import add_view_parsers, inspect_command, show_command
@@ -19,6 +20,11 @@ from .cli_view import add_view_parsers, inspect_command, show_command
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bytepair", description="Byte-level BPE tokenizers.")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"bytepair {__version__} (Unicode {UNICODE_VERSION})",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train a tokenizer on text files")
