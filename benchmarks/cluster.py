@@ -23,9 +23,9 @@ import psutil
 from common import CORPUS_DIR, EOT, describe_env, machine_cpu_s, run_child
 
 import bytepair
-from bytepair.ray_encode import concatenate, encode_on_ray, file_sha256
-from bytepair.ray_jobs import train_on_ray
-from bytepair.shards import plan_shards
+from bytepair.distributed.ray_encode import concatenate, encode_on_ray, file_sha256
+from bytepair.distributed.ray_train import train_on_ray
+from bytepair.distributed.shards import plan_shards
 
 
 def split(corpus: Path, n: int, folder: Path) -> list[Path]:

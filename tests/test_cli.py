@@ -17,7 +17,8 @@ import bytepair
 import reference as ref
 from bytepair import Tokenizer
 from bytepair.cli import main as cli_main
-from bytepair.io import MODEL_FILE, MODEL_HEADER, encode_token
+from bytepair.formats._common import encode_token
+from bytepair.formats.model import MODEL_FILE, MODEL_HEADER
 
 SPECIAL = "<|endoftext|>"
 MODEL_FILES = {"vocab.json", "merges.txt", MODEL_FILE, "tokenizer.json", "tokenizer.tiktoken",
@@ -174,7 +175,7 @@ def test_failed_write_keeps_the_old_files(trained: Path, corpus: Path, tmp_path:
     def broken_replace(src: object, dst: object) -> None:
         raise OSError(28, "No space left on device (simulated)")
 
-    monkeypatch.setattr("bytepair.io.os.replace", broken_replace)
+    monkeypatch.setattr("bytepair._atomic.os.replace", broken_replace)
     status = cli_main(["train", str(corpus), "--vocab-size", "260", "-o", str(trained), "--quiet"])
     assert status == 2
     assert "No space left" in capsys.readouterr().err

@@ -25,7 +25,9 @@ import numpy as np
 import pytest
 
 import bytepair
-from bytepair import cli, corpus_streams, tokens
+from bytepair import cli
+from bytepair.corpus import streams, tokens
+from bytepair.corpus.encode import tokenizer_hash
 
 EOT = "<|endoftext|>"
 WORDS = [
@@ -111,7 +113,7 @@ def test_plain_text_equals_encode_of_each_file(
     assert report.n_tokens == len(want) and report.n_documents == n_docs
     assert [Path(i["path"]).name for i in meta["inputs"]] == ["0.txt", "1.txt", "2.txt"]
     assert meta["inputs"][0]["size"] == len(texts["d/0.txt"].encode())
-    assert meta["tokenizer"]["hash"] == bytepair.corpus.tokenizer_hash(tok)
+    assert meta["tokenizer"]["hash"] == tokenizer_hash(tok)
     again = tmp_path / "glob.bin"
     bytepair.encode_files(tok, str(tmp_path / "d" / "*.txt"), again, num_threads=1)
     assert again.read_bytes() == out.read_bytes()
@@ -502,7 +504,7 @@ def test_bad_inputs_name_file_and_place(
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return real_open(path, *a, **k)
 
-    monkeypatch.setattr(corpus_streams, "open", deny, raising=False)
+    monkeypatch.setattr(streams, "open", deny, raising=False)
     err = _fails(capsys, tok_dir, tmp_path / "locked.txt", *out)
     assert f"cannot read {tmp_path / 'locked.txt'}: Permission denied" in err
     _threads_end(threads_before)
@@ -550,9 +552,9 @@ def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     monkeypatch.setitem(sys.modules, "zstandard", None)
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with pytest.raises(ImportError, match=r"pip install 'bytepair\[zst\]'"):
-        corpus_streams.require("zst")
+        streams.require("zst")
     with pytest.raises(ImportError, match=r"pip install 'bytepair\[parquet\]'"):
-        corpus_streams.require("parquet")
+        streams.require("parquet")
 
 
 def test_no_eot_token_is_explained(tmp_path: Path) -> None:

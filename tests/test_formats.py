@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import bytepair
+from bytepair.count import pretokenize
 from bytepair.formats import hf as hf_format
-from bytepair.pretokenize import pretokenize
 from unicode_diff import ALL_CHARS
 
 EOT = "<|endoftext|>"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import bytepair
-from bytepair.io import bytes_to_unicode
+from bytepair.formats._common import bytes_to_unicode
 from fuzz import harness
 
 SEED = int(os.environ.get("BYTEPAIR_FUZZ_SEED", "0"))
@@ -158,7 +158,7 @@ def test_tokenizer_merges_must_be_byte_pairs(merge) -> None:
 @pytest.mark.parametrize("call", ["pretokenize", "count_texts", "Tokenizer"])
 def test_lone_surrogates_in_special_tokens_and_patterns(call) -> None:
     """A lone surrogate cannot cross into the core (UTF-8): a ValueError names the argument."""
-    from bytepair.pretokenize import pretokenize
+    from bytepair.count import pretokenize
 
     def run(special_tokens: object = None, pattern: str = "gpt2") -> object:
         if call == "pretokenize":
@@ -289,7 +289,7 @@ def test_train_huge_vocab_size_on_a_tiny_corpus() -> None:
 )
 def test_slow_patterns_end_in_bounded_time(pattern: str, text: str) -> None:
     code = (
-        "from bytepair.pretokenize import pretokenize\n"
+        "from bytepair.count import pretokenize\n"
         "try:\n"
         f"    pretokenize({text!r}, pattern={pattern!r})\n"
         "except ValueError:\n"
@@ -302,7 +302,7 @@ def test_slow_patterns_end_in_bounded_time(pattern: str, text: str) -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and RLIMIT_AS")
 def test_pattern_that_needs_gigabytes_to_compile_is_refused() -> None:
     code = (
-        "from bytepair.pretokenize import pretokenize\n"
+        "from bytepair.count import pretokenize\n"
         "try:\n"
         "    pretokenize('ab', pattern=r'(?<=]+(\\w{102}){1000}())')\n"
         "except ValueError as e:\n"

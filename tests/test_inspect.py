@@ -20,10 +20,10 @@ import bytepair
 import reference as ref
 from bytepair import Tokenizer
 from bytepair.cli import main as cli_main
-from bytepair.inspect import inspect, merge_usage, unreachable_tokens
-from bytepair.presets import load_named
-from bytepair.report import render, write_report
-from bytepair.summary import tables
+from bytepair.inspection.figures import inspect, merge_usage, unreachable_tokens
+from bytepair.inspection.presets import load_named
+from bytepair.inspection.report import render, write_report
+from bytepair.inspection.summary import tables
 
 BYTES = {i: bytes([i]) for i in range(256)}
 INSTALL = "pip install 'bytepair[inspect]'"
@@ -354,7 +354,7 @@ def test_report_in_headless_chromium(model_dir, trained, tmp_path) -> None:
     assert image.shape[:2] == (3000, 1200)
     colours = {tuple(c) for c in image.reshape(-1, 3)[::7]}
     assert len(colours) > 50  # text, tables and plots, not a blank page
-    from bytepair.show import PALETTE
+    from bytepair.inspection.show import PALETTE
 
     palette = {tuple(bytes.fromhex(c[1:])) for c in PALETTE}
     assert palette <= colours  # the token backgrounds are on screen

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from test_unicode import pools, random_strings
 
 import bytepair
-from bytepair.presets import load_named
+from bytepair.inspection.presets import load_named
 from bytepair.sample import write_sample_corpus
 
 #: tiktoken's name → bytepair's preset name.

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from test_unicode import _bytepair_many, pools, random_strings
 
 import bytepair
+from bytepair.count import pretokenize
 from bytepair.patterns import PRESETS
-from bytepair.pretokenize import pretokenize
 from unicode_diff import ALL_CHARS, newer_chars
 
 

@@ -1,7 +1,7 @@
-"""Training and corpus encoding on a real Ray cluster (`bytepair.ray_jobs`, `ray_encode`): a head
-and a second node, started once for the whole run; the merges and the token files equal the
-local ones exactly, a task whose worker process dies is run again without lost or doubled
-counts, and a bad shard fails the job naming it.
+"""Training and corpus encoding on a real Ray cluster (`bytepair.distributed.ray_train`,
+`ray_encode`): a head and a second node, started once for the whole run; the merges and the token
+files equal the local ones exactly, a task whose worker process dies is run again without lost or
+doubled counts, and a bad shard fails the job naming it.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import pytest
 from test_shards import EOT, _corpus
 
 import bytepair
-from bytepair import ray_jobs
 from bytepair.cli import main as cli_main
-from bytepair.ray_encode import encode_on_ray
-from bytepair.ray_jobs import ShardError, train_on_ray
-from bytepair.shards import plan_shards
+from bytepair.distributed import ray_tasks
+from bytepair.distributed.ray_encode import encode_on_ray
+from bytepair.distributed.ray_tasks import ShardError
+from bytepair.distributed.ray_train import train_on_ray
+from bytepair.distributed.shards import plan_shards
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:replaced .* invalid UTF-8")]
 
@@ -173,4 +174,4 @@ def test_cli_on_a_running_cluster(cluster: str, inputs: list[Path], tmp_path: Pa
 def test_missing_ray_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"pip install 'bytepair\[ray\]'"):
-        ray_jobs.require_ray()
+        ray_tasks.require_ray()

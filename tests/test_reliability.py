@@ -202,7 +202,7 @@ def test_every_script_is_cut_into_chunks(tmp_path: Path, script: str, preset: st
     data = "".join(pieces).encode("utf-8")  # spaces, if any, follow non-ASCII characters
     path.write_bytes(data)
     chunk = 1 << 16
-    stats = bytepair.pretokenize.CountStats()
+    stats = bytepair.count.CountStats()
     counts = bytepair.count_files(path, chunk_size=chunk, num_threads=2, stats=stats,
                                   pattern=preset)
     if (script, preset) != ("thai", "o200k"):
@@ -242,7 +242,7 @@ def _peak_rss_of_counting(path: Path) -> tuple[int, int, float]:
     `path` on 2 threads."""
     code = """
         import sys, time, bytepair
-        from bytepair.pretokenize import CountStats
+        from bytepair.count import CountStats
         t0, c0, stats = time.perf_counter(), time.process_time(), CountStats()
         bytepair.count_files(sys.argv[1], num_threads=2, stats=stats)
         busy = (time.process_time() - c0) / (time.perf_counter() - t0)

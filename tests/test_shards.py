@@ -1,7 +1,8 @@
-"""Sharded counting without a cluster (`bytepair.shards`, `bytepair count`, `--from-counts`): the
-shards of any plan add up to the counts of the whole input, on generated text of many scripts,
-with special tokens that overlap, invalid UTF-8 and custom patterns, and on real files; `.bpc`
-files round-trip, and damaged, missing, repeated or mismatched ones are refused by name.
+"""Sharded counting without a cluster (`bytepair.distributed.shards`, `bytepair count`,
+`--from-counts`): the shards of any plan add up to the counts of the whole input, on generated
+text of many scripts, with special tokens that overlap, invalid UTF-8 and custom patterns, and on
+real files; `.bpc` files round-trip, and damaged, missing, repeated or mismatched ones are
+refused by name.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from hypothesis import strategies as st
 import bytepair
 from bytepair import _core
 from bytepair.cli import main as cli_main
-from bytepair.pretokenize import CountStats, count_files
-from bytepair.shards import count_shard, load_counts, plan_shards, save_counts
+from bytepair.count import CountStats, count_files
+from bytepair.distributed.shards import count_shard, load_counts, plan_shards, save_counts
 
 EOT = "<|endoftext|>"
 PIECES = [

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bytepair import Tokenizer
-from bytepair.show import PALETTE, show
+from bytepair.inspection.show import PALETTE, show
 
 TEXT = "Héllò hôw are ü? 🙃"
 # GPT-2's tokens of TEXT, as `show` writes them: ò, ü and 🙃 are cut inside their bytes.

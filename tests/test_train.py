@@ -30,7 +30,7 @@ from bytepair import (
     train_from_iterator,
 )
 from bytepair.cli import main as cli_main
-from bytepair.io import decode_token
+from bytepair.formats._common import decode_token
 from unicode_diff import same_text
 
 SPECIAL = "<|endoftext|>"

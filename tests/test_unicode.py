@@ -22,8 +22,8 @@ import bytepair
 import reference as ref
 import unicode_diff
 from bytepair import GPT2_PATTERN, Tokenizer, _core
+from bytepair.count import pretokenize
 from bytepair.patterns import PRESETS
-from bytepair.pretokenize import pretokenize
 from unicode_diff import ALL_CHARS
 
 #: Neighbours that tell a code point's class apart: letter or not (a?b), number or not ( ?1),

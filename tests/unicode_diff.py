@@ -15,7 +15,7 @@ import regex
 from hypothesis import strategies as st
 
 from bytepair import UNICODE_VERSION
-from bytepair.pretokenize import pretokenize
+from bytepair.count import pretokenize
 
 DIFF_FILE = Path(__file__).parent / "data" / "unicode_diff.txt"
 #: regex 2026.11.19's Unicode version (its changelog; `regex` has no Age property to ask).

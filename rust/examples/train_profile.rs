@@ -25,7 +25,7 @@ fn main() {
             chunk_size: 1 << 20,
             num_threads: threads,
             cuts: Some(
-                bytepair_core::shards::CutFinder::new(
+                bytepair_core::cuts::CutFinder::new(
                     &["<|endoftext|>"],
                     bytepair_core::pretokenize::Pretokenizer::Gpt2,
                 )

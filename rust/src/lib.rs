@@ -1,195 +1,25 @@
-//! bytepair's Rust core: pretokenize, count (+ shards: where files split; counts_file: counts
-//! as bytes), train, encode. Pure Rust; the Python bindings live
-//! in `py.rs`, compiled only with the `python` feature (maturin turns it on), so `cargo test`
-//! needs no libpython.
+//! bytepair's Rust core, one module per stage: pretokenize, count, cuts (where a file may be
+//! split), counts_file (counts as bytes), train, encode; the types they share in `types.rs`, OS
+//! and memory hints in `mem.rs`. Pure Rust; the Python bindings live in `py.rs` and `py/`,
+//! compiled only with the `python` feature (maturin turns it on), so `cargo test` needs no
+//! libpython.
 
+pub use types::{Pair, TokenId};
 pub use unicode::UNICODE_VERSION;
 
 pub mod count;
 pub mod counts_file;
+pub mod cuts;
 pub mod encode;
+pub(crate) mod mem;
 pub mod pretokenize;
-pub mod shards;
 #[rustfmt::skip]
 mod tables;
+#[cfg(test)]
+mod testing;
 pub mod train;
+pub mod types;
 pub mod unicode;
 
 #[cfg(feature = "python")]
 mod py;
-
-/// The hash map of the hot loops: foldhash with a fixed seed (fast on u64/u128 and short byte
-/// keys; tried Fx, whose weak low bits made packed u128 word keys collide); results never depend
-/// on its order.
-pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
-
-/// Asks Linux to back `memory` with huge pages (2 MB), for tables that hot loops read all over:
-/// with 4 KB pages nearly every such read missed the TLB too. THP in its common `madvise` mode
-/// gives none unless asked. Call it before the memory is first touched.
-#[cfg(target_os = "linux")]
-pub(crate) fn advise_huge_pages<T>(memory: &mut [T]) {
-    const HUGE: usize = 2 << 20;
-    let start = memory.as_mut_ptr() as usize;
-    let end = start + std::mem::size_of_val(memory);
-    let from = start.next_multiple_of(4096);
-    if end >= from + HUGE {
-        // SAFETY: the range lies in memory borrowed mutably here, and MADV_HUGEPAGE changes only
-        // how the kernel backs it, never what it holds; a failure (no THP) changes nothing.
-        unsafe {
-            libc::madvise(from as *mut libc::c_void, end - from, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn advise_huge_pages<T>(_: &mut [T]) {}
-
-/// Hints the CPU to load the cache line at `at` (a no-op off x86_64).
-#[inline(always)]
-pub(crate) fn prefetch<T>(at: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is only a hint; it never faults, whatever the address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(at.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
-/// Returns memory freed inside the allocator's heaps to the system. Why: the word table (hundreds
-/// of MB, freed on several threads once the merge loop has laid the words out) otherwise stayed
-/// in glibc's per-thread heaps and counted in the process's peak RSS all through the loop. It
-/// runs on a thread of its own (inline if none can start): on the large corpus it takes 0.13 s,
-/// which the merge loop's first step then overlaps (glibc locks each heap while it trims it).
-pub(crate) fn give_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: malloc_trim only releases free memory of the allocator's own heaps.
-        let trim = || unsafe {
-            libc::malloc_trim(0);
-        };
-        if std::thread::Builder::new().spawn(trim).is_err() {
-            trim();
-        }
-    }
-}
-
-/// The threads a call actually starts for `requested`: at least 1, at most 4 per core. Each
-/// worker holds megabytes of tables, so `num_threads=100000` would otherwise allocate hundreds
-/// of gigabytes (and start as many threads) before doing anything.
-pub fn worker_count(requested: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    requested.clamp(1, 4 * cores)
-}
-
-/// Words of up to this many bytes pack into a `u128` key (`pack_word`).
-pub(crate) const PACKED_MAX: usize = 15;
-
-/// A word of at most `PACKED_MAX` bytes as a u128: its bytes, zero padding, its length in the
-/// top byte (so that no two words share a key). Hash maps keyed by it need no allocation and no
-/// byte comparison, which matters when the table outgrows the CPU caches.
-#[inline(always)]
-pub(crate) fn pack_word(word: &[u8]) -> u128 {
-    let n = word.len();
-    let (lo, hi) = if n >= 8 {
-        let first: [u8; 8] = word[..8].try_into().unwrap_or_default();
-        (u64::from_le_bytes(first), load_short(&word[8..]))
-    } else {
-        (load_short(word), 0)
-    };
-    (lo as u128) | (((hi | (n as u64) << 56) as u128) << 64)
-}
-
-/// `pack_word(&b[start..start + len])` (len at most `PACKED_MAX`): where 16 bytes can be read
-/// from `start`, one load and a mask instead of `pack_word`'s length-dependent loads.
-#[inline(always)]
-pub(crate) fn pack_at(b: &[u8], start: usize, len: usize) -> u128 {
-    debug_assert!(len <= PACKED_MAX);
-    match b.get(start..start + 16) {
-        Some(window) => {
-            let bytes = u128::from_le_bytes(window.try_into().unwrap_or_default());
-            bytes & LOW_BYTES[len] | (len as u128) << 120
-        }
-        None => pack_word(&b[start..start + len]),
-    }
-}
-
-/// `LOW_BYTES[n]`: the low `n` bytes set (a table: a u128 shift is a dozen instructions).
-const LOW_BYTES: [u128; 16] = {
-    let mut masks = [0; 16];
-    let mut n = 1;
-    while n < 16 {
-        masks[n] = (1 << (8 * n)) - 1;
-        n += 1;
-    }
-    masks
-};
-
-/// Up to 8 bytes as a little-endian u64, zero-padded. Two overlapping loads instead of a
-/// variable-length copy into a buffer, whose store-then-load stalled the counting loop (perf:
-/// 15% of counting time).
-#[inline(always)]
-fn load_short(b: &[u8]) -> u64 {
-    let n = b.len();
-    let load4 = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as u64;
-    match n {
-        0 => 0,
-        // bytes 0, n/2 and n-1 cover every position of a 1-3 byte word
-        1..=3 => {
-            (b[0] as u64) | (b[n / 2] as u64) << (8 * (n / 2)) | (b[n - 1] as u64) << (8 * (n - 1))
-        }
-        _ => load4(0) | load4(n - 4) << (8 * (n - 4)),
-    }
-}
-
-/// The slot of a packed word in a direct-mapped cache of `2^bits` slots.
-#[inline(always)]
-pub(crate) fn hot_slot(key: u128, bits: u32) -> usize {
-    (mix(key) >> (64 - bits)) as usize
-}
-
-/// A 64-bit hash of a packed word whose top bits pick its slot (`hot_slot`), whatever the
-/// table's size: a hash kept across a table's growth still finds the slot.
-#[inline(always)]
-pub(crate) fn mix(key: u128) -> u64 {
-    ((key as u64) ^ ((key >> 64) as u64).rotate_left(23)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
-/// Pseudo-random numbers below `n` (a linear congruential generator), the same every run: the
-/// tests' generated inputs.
-#[cfg(test)]
-pub(crate) fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
-    move |n| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (seed >> 33) % n
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn pack_word_is_the_padded_bytes_and_length() {
-        let word: Vec<u8> = (1..=15).collect();
-        for n in 0..=crate::PACKED_MAX {
-            let mut buf = [0u8; 16];
-            buf[..n].copy_from_slice(&word[..n]);
-            buf[15] = n as u8;
-            assert_eq!(
-                crate::pack_word(&word[..n]),
-                u128::from_le_bytes(buf),
-                "n = {n}"
-            );
-        }
-        assert_ne!(crate::pack_word(b"a"), crate::pack_word(b"a\0"));
-        let text: Vec<u8> = (100..140).collect();
-        for start in 0..text.len() {
-            for len in 0..=crate::PACKED_MAX.min(text.len() - start) {
-                let want = crate::pack_word(&text[start..start + len]);
-                assert_eq!(crate::pack_at(&text, start, len), want, "{start} {len}");
-            }
-        }
-    }
-}

@@ -1,11 +1,14 @@
-"""bytepair: exact, fast, memory-bounded byte-level BPE (CS336 semantics) with a Rust core."""
+"""bytepair: exact, fast, memory-bounded byte-level BPE (CS336 semantics) with a Rust core.
+The public names only. The stages, in the order data flows: `count.py`, `train.py`,
+`encoding.py` (the Tokenizer; its files through `formats/`), `decoding.py`, `corpus/`,
+`distributed/`, `inspection/`, `cli/` (docs/development.md has the map).
+"""
 
 from ._core import UNICODE_VERSION
 from ._core import __version__ as __version__
-from .encoding import Tokenizer
-from .formats import load, save
+from .count import WordCounts, count_files, count_texts
+from .encoding import Tokenizer, load, save
 from .patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
-from .pretokenize import WordCounts, count_files, count_texts
 from .train import train, train_bpe, train_from_counts, train_from_iterator
 
 __all__ = [
@@ -31,11 +34,11 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """Token files need numpy: their functions load on first use, not on `import bytepair`."""
     if name == "encode_files":
-        from .corpus import encode_files
+        from .corpus.encode import encode_files
 
         return encode_files
     if name == "load_tokens":
-        from .tokens import load_tokens
+        from .corpus.tokens import load_tokens
 
         return load_tokens
     raise AttributeError(f"module 'bytepair' has no attribute {name!r}")

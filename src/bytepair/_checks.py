@@ -1,7 +1,10 @@
-"""Argument checks shared by training and encoding: errors say what was passed and how to fix it."""
+"""Argument checks shared by training, counting and encoding: errors say what was passed and how
+to fix it. Checks only: nothing here converts files or runs the core.
+"""
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -143,3 +146,36 @@ def check_text(text: str) -> str:
     if is_utf8(text):
         return text
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def check_vocab(vocab: dict[int, bytes]) -> dict[int, bytes]:
+    """A vocabulary as id → bytes, ids in 0..2**31-1 and not too sparse for the core's tables."""
+    if not isinstance(vocab, dict):
+        raise TypeError(f"vocab must be a dict of id -> bytes, got {type(vocab).__name__}")
+    out = {}
+    for i, b in vocab.items():
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i <= MAX_TOKEN_ID:
+            raise ValueError(f"vocab id {i!r} is not an integer in 0..2**31-1")
+        if not isinstance(b, (bytes, bytearray)):
+            raise TypeError(f"vocab[{i}] must be bytes, got {type(b).__name__}")
+        out[i] = bytes(b)
+    if out and max(out) > 4 * len(out) + (1 << 20):
+        raise ValueError(f"vocab ids are too sparse: {len(out)} tokens but ids up to {max(out)}")
+    return out
+
+
+def check_ids(ids: Iterable[int]) -> list[int]:
+    """Ids as Python ints (numpy integers and arrays are accepted, as in tiktoken); an id that
+    is no integer or out of u32 is a KeyError, as an unknown id is."""
+    if hasattr(ids, "tolist"):
+        ids = ids.tolist()
+    out = []
+    for i in ids:
+        try:
+            value = operator.index(i)
+        except TypeError:
+            raise KeyError(f"token id {i!r} is not an integer") from None
+        if isinstance(i, bool) or not 0 <= value < 1 << 32:
+            raise KeyError(f"token id {i!r} is not in the vocabulary")
+        out.append(value)
+    return out

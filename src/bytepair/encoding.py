@@ -1,30 +1,34 @@
-"""The Tokenizer (docs/spec.md §2): encode and decode with a vocabulary, merges and special tokens.
-Python decides policy (which special tokens are allowed, what is an error); the Rust `Encoder`
-does all the work, with the same pretokenizer as training. It never trains.
-
-Special tokens: by default (CS336) every special token of the tokenizer is matched in `encode`.
-For tiktoken's strict mode pass `allowed_special=set(), disallowed_special="all"`: text that
-contains a special token then raises ValueError.
+"""The Tokenizer (docs/spec.md §2): encode and decode with a vocabulary, merges and special
+tokens; and `load`/`save`, which build a Tokenizer from the model data `formats/` reads and hand
+its model data to them to write. Python decides policy (`_specials.py`); the Rust `Encoder` does
+the work, with training's pretokenizer. It never trains and knows no file syntax.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import operator
 import os
-import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal
 
 from . import _core
-from ._checks import MAX_TOKEN_ID, check_merges, check_num_threads, check_special_tokens
-from ._checks import check_str as _check_str
-from ._checks import check_text as _check_text
+from ._checks import (
+    check_ids,
+    check_merges,
+    check_num_threads,
+    check_special_tokens,
+    check_str,
+    check_text,
+    check_vocab,
+)
+from ._specials import NO_SPECIALS, SLOW, AllowedSpecial, policy, quick_policy, refuse
+from .formats import ModelData, read, write
+from .formats.gpt2 import read_pair
 from .patterns import resolve_pattern
 
-AllowedSpecial = Literal["all"] | Collection[str]
+__all__ = ["AllowedSpecial", "Tokenizer", "core_encoder", "load", "model_data", "save"]
 
 #: encode_iterable hands the core this many characters at a time (at least).
 _STREAM_CHARS = 1 << 16
@@ -35,6 +39,8 @@ class Tokenizer:
 
     `vocab` maps ids to bytes (it must hold all 256 single bytes), `merges` lists byte pairs in
     creation order; special tokens not in `vocab` get the next free ids, in the order given.
+    By default (CS336) `encode` matches every special token; for tiktoken's strict mode pass
+    `allowed_special=set(), disallowed_special="all"`: text holding one then raises ValueError.
 
     >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
     >>> tok.encode("abc")
@@ -50,7 +56,7 @@ class Tokenizer:
         pattern: str = "gpt2",
     ):
         specials = check_special_tokens(special_tokens)
-        self._vocab = _check_vocab(vocab)
+        self._vocab = check_vocab(vocab)
         self._merges = check_merges(merges)
         # Where a special token's bytes have several ids (a one-byte special, say), the last
         # one is the special: training puts special tokens after every other token.
@@ -81,14 +87,13 @@ class Tokenizer:
         *,
         pattern: str = "gpt2",
     ) -> Tokenizer:
-        """Reads GPT-2-format `vocab.json` and `merges.txt` (docs/spec.md §3.3).
+        """Reads GPT-2-format `vocab.json` and `merges.txt` (docs/spec.md §3.3); special tokens
+        in `vocab.json` are stored as their raw text.
 
         >>> Tokenizer.from_files("vocab.json", "merges.txt", ["<|endoftext|>"])  # doctest: +SKIP
         """
-        from .io import read_gpt2
-
         specials = check_special_tokens(special_tokens)
-        vocab, merges = read_gpt2(vocab_filepath, merges_filepath, specials)
+        vocab, merges, _ = read_pair(Path(vocab_filepath), Path(merges_filepath), specials)
         return cls(vocab, merges, specials, pattern=pattern)
 
     # --- what the tokenizer is -------------------------------------------------------------
@@ -135,60 +140,9 @@ class Tokenizer:
         """Writes the tokenizer into `directory` (atomically) in every format: GPT-2
         `vocab.json` + `merges.txt`, HF `tokenizer.json`, `tokenizer.tiktoken` + its sidecar and
         `bytepair.model`; `formats` picks some ("gpt2", "hf", "tiktoken", "bytepair")."""
-        from .formats import save
-
         return save(self, directory, formats=formats)
 
     # --- encoding ----------------------------------------------------------------------------
-    def _policy(
-        self, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial
-    ) -> tuple[list[str] | None, frozenset[str]]:
-        """(special tokens to match, None meaning all; special tokens that must not occur)."""
-        if (
-            allowed_special == "all"
-            and isinstance(disallowed_special, tuple)
-            and not (disallowed_special)
-        ):
-            return None, frozenset()  # the defaults, without building sets on every call
-        known = set(self._special_ids)
-        for name, value in (
-            ("allowed_special", allowed_special),
-            ("disallowed_special", disallowed_special),
-        ):
-            if isinstance(value, str) and value != "all":
-                raise TypeError(
-                    f"{name} must be 'all' or a set of strings, got the string "
-                    f"{value!r}; write {{{value!r}}}"
-                )
-            if not isinstance(value, (str, Iterable)):
-                raise TypeError(f"{name} must be 'all' or a set of strings, got {value!r}")
-        allowed = known if allowed_special == "all" else set(allowed_special)
-        unknown = allowed - known
-        if unknown:
-            raise ValueError(
-                f"allowed_special names {sorted(unknown)!r}, which are not special tokens of this "
-                f"tokenizer ({sorted(known)!r})"
-            )
-        disallowed = known - allowed if disallowed_special == "all" else set(disallowed_special)
-        return (None if allowed == known else sorted(allowed)), frozenset(disallowed)
-
-    @staticmethod
-    def _refuse(text: str, disallowed: frozenset[str]) -> None:
-        """Raises ValueError (tiktoken's message) if `text` holds a disallowed special token."""
-        if not disallowed:
-            return
-        match = _special_regex(disallowed).search(text)
-        if match:
-            token = match.group()
-            raise ValueError(
-                f"Encountered text corresponding to disallowed special token {token!r}.\n"
-                f"If you want this text to be encoded as a special token, pass it to "
-                f"`allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
-                f"If you want this text to be encoded as normal text, disable the check for this "
-                f"token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-                f"To disable this check for all special tokens, pass `disallowed_special=()`.\n"
-            )
-
     def encode(
         self,
         text: str,
@@ -202,23 +156,23 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode("hi")
         [104, 105]
         """
-        allowed = _quick_policy(text, allowed_special, disallowed_special)
-        if allowed is _SLOW:
-            allowed, disallowed = self._policy(allowed_special, disallowed_special)
-            self._refuse(_check_str(text), disallowed)
+        allowed = quick_policy(text, allowed_special, disallowed_special)
+        if allowed is SLOW:
+            allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
+            refuse(check_str(text), disallowed)
         try:  # inline, not `_utf8`: per-document loops make millions of these calls
             return self._core.encode(text, allowed)
         except UnicodeEncodeError:
-            return self._core.encode(_check_text(text), allowed)
+            return self._core.encode(check_text(text), allowed)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text` with special-token text encoded as plain text."""
         if type(text) is not str:
-            text = _check_str(text)
+            text = check_str(text)
         try:
-            return self._core.encode(text, _NO_SPECIALS)
+            return self._core.encode(text, NO_SPECIALS)
         except UnicodeEncodeError:
-            return self._core.encode(_check_text(text), _NO_SPECIALS)
+            return self._core.encode(check_text(text), NO_SPECIALS)
 
     def encode_batch(
         self,
@@ -229,17 +183,17 @@ class Tokenizer:
         disallowed_special: AllowedSpecial = (),
     ) -> list[list[int]]:
         """`[encode(t) for t in texts]`, in parallel on `num_threads` threads (default: all)."""
-        texts = [_check_str(t) for t in texts]
-        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        texts = [check_str(t) for t in texts]
+        allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
         for t in texts:
-            self._refuse(t, disallowed)
+            refuse(t, disallowed)
         return _utf8(self._core.encode_batch, texts, allowed, check_num_threads(num_threads))
 
     def encode_ordinary_batch(
         self, texts: Sequence[str], *, num_threads: int | None = None
     ) -> list[list[int]]:
         """`[encode_ordinary(t) for t in texts]`, in parallel."""
-        texts = [_check_str(t) for t in texts]
+        texts = [check_str(t) for t in texts]
         return _utf8(self._core.encode_batch, texts, [], check_num_threads(num_threads))
 
     def encode_to_numpy(
@@ -256,15 +210,15 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode_to_numpy("hi").dtype
         dtype('uint16')
         """
-        allowed = _quick_policy(text, allowed_special, disallowed_special)
-        if allowed is _SLOW:
-            allowed, disallowed = self._policy(allowed_special, disallowed_special)
-            self._refuse(_check_str(text), disallowed)
+        allowed = quick_policy(text, allowed_special, disallowed_special)
+        if allowed is SLOW:
+            allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
+            refuse(check_str(text), disallowed)
         small = self._n_vocab <= 1 << 16 if dtype is None else self._small_dtype(dtype)
         try:
             return self._core.encode_to_numpy(text, allowed, small)
         except UnicodeEncodeError:
-            return self._core.encode_to_numpy(_check_text(text), allowed, small)
+            return self._core.encode_to_numpy(check_text(text), allowed, small)
 
     def encode_batch_to_numpy(
         self,
@@ -284,10 +238,10 @@ class Tokenizer:
         >>> ids.tolist(), offsets.tolist()
         ([104, 105, 97], [0, 2, 2, 3])
         """
-        texts = [_check_str(t) for t in texts]
-        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        texts = [check_str(t) for t in texts]
+        allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
         for t in texts:
-            self._refuse(t, disallowed)
+            refuse(t, disallowed)
         return _utf8(
             self._core.encode_batch_to_numpy,
             texts,
@@ -340,7 +294,7 @@ class Tokenizer:
         disallowed_special: AllowedSpecial,
     ) -> Iterator[list[int]]:
         """`encode_iterable`'s ids, a list per encoded stretch of text."""
-        allowed, disallowed = self._policy(allowed_special, disallowed_special)
+        allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
         keep = max((len(t) for t in disallowed), default=1) - 1  # a disallowed token may span a cut
         done_tail = ""
         pieces: list[str] = []
@@ -357,8 +311,8 @@ class Tokenizer:
             held = ""
             if "\ud800" <= buffer[-1] <= "\udbff":  # may pair with the next item's first char
                 buffer, held = buffer[:-1], buffer[-1]
-            buffer = _check_text(buffer)
-            self._refuse(done_tail + buffer, disallowed)
+            buffer = check_text(buffer)
+            refuse(done_tail + buffer, disallowed)
             ids, n_chars = self._core.encode_prefix(buffer, allowed)
             if n_chars:
                 done_tail = buffer[max(0, n_chars - keep) : n_chars] if keep else ""
@@ -369,14 +323,14 @@ class Tokenizer:
                 threshold = 2 * len(buffer)  # no cut yet (e.g. one long word): wait for more
             pieces = [buffer, held]
             size = len(buffer) + len(held)
-        buffer = _check_text("".join(pieces))
-        self._refuse(done_tail + buffer, disallowed)
+        buffer = check_text("".join(pieces))
+        refuse(done_tail + buffer, disallowed)
         yield self._core.encode_prefix(buffer, allowed, last=True)[0]
 
     # --- decoding ----------------------------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The tokens' bytes, concatenated; an unknown id raises KeyError naming it."""
-        ids = _check_ids(ids)
+        ids = check_ids(ids)
         try:
             return self._core.decode_bytes(ids)
         except KeyError as e:
@@ -434,24 +388,77 @@ class Tokenizer:
     decode_single_token_bytes = id_to_token
 
 
-_SLOW = object()
-_NO_SPECIALS: list[str] = []
-_EMPTY = frozenset()
+# --- files: model data in and out ---------------------------------------------------------------
+#: Unicode versions already warned about in this process (the warning is given once per version).
+_warned_unicode: set[str] = set()
+
+
+def load(
+    path: str | os.PathLike,
+    *,
+    pattern: str | None = None,
+    special_tokens: Iterable[str] | dict[str, int] | None = None,
+) -> Tokenizer:
+    """Reads a tokenizer from a folder or from any one file of a format, detected by name (a
+    `vocab.json` finds its `merges.txt`, a `.tiktoken` its sidecar). `pattern` and
+    `special_tokens` are only for formats without them (GPT-2 files, a bare `.tiktoken`).
+
+    >>> tok = load("tok/tokenizer.json")  # doctest: +SKIP
+    """
+    data, file = read(path, pattern=pattern, special_tokens=special_tokens)
+    try:
+        tok = Tokenizer(data.vocab, data.merges, list(data.special_tokens), pattern=data.pattern)
+    except (TypeError, ValueError) as e:  # the parts parse but do not make a tokenizer
+        raise ValueError(f"{file}: {e}") from None
+    if tok.special_tokens != data.special_tokens:
+        raise ValueError(f"{file}: the special tokens' ids do not match the vocabulary")
+    if data.unicode_version is not None:  # only bytepair.model records it
+        tok.unicode_version = data.unicode_version
+        _check_unicode(tok.unicode_version, file)
+    return tok
+
+
+def save(
+    tok: Tokenizer, directory: str | os.PathLike, *, formats: Iterable[str] | None = None
+) -> list[Path]:
+    """Writes the tokenizer into `directory` in every format (or those named: "bytepair",
+    "hf", "gpt2", "tiktoken"); every file is rendered before any is written, so a format that
+    cannot hold the tokenizer leaves the folder as it was. Returns the paths written.
+
+    >>> save(tok, "tok/", formats=["hf"])  # doctest: +SKIP
+    """
+    return write(model_data(tok), directory, formats=formats)
+
+
+def model_data(tok: Tokenizer) -> ModelData:
+    """What the formats write of a tokenizer: vocabulary, merges, special tokens, pattern and
+    the Unicode version of its training."""
+    return ModelData(tok.vocab, tok.merges, tok.special_tokens, tok.pattern, tok.unicode_version)
+
+
+def core_encoder(tok: Tokenizer) -> _core.Encoder:
+    """The Rust encoder of `tok`, for stages that drive the core directly (corpus encoding
+    hands it whole blocks of bytes)."""
+    return tok._core
+
+
+def _check_unicode(version: str, path: Path) -> None:
+    """Warns (once per version and process) when a model was trained with other Unicode classes
+    than this build's: text with characters classed differently now pretokenizes differently."""
+    if version == _core.UNICODE_VERSION or version in _warned_unicode:
+        return
+    _warned_unicode.add(version)
+    warnings.warn(
+        f"{path} was trained with the character classes of Unicode {version}; this bytepair uses "
+        f"Unicode {_core.UNICODE_VERSION} (tiktoken's). Text with characters whose class differs "
+        f"between the two (bytepair's docs/unicode.md) is pretokenized differently than in "
+        f"training; retrain to match. (Shown once per version.)",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 _NO_ARG = object()
-
-
-def _quick_policy(text, allowed_special, disallowed_special):
-    """The special tokens to match for the two common calls on a str (all, or none with
-    nothing disallowed), else `_SLOW`: per-document encoding calls this millions of times, and
-    the general `_policy` + `_refuse` were half of a short text's time."""
-    if type(text) is str and type(disallowed_special) is tuple and not disallowed_special:
-        if allowed_special == "all":
-            return None
-        if type(allowed_special) in (set, frozenset) and allowed_special == _EMPTY:
-            return _NO_SPECIALS
-    return _SLOW
 
 
 def _utf8(call, texts, allowed, b=_NO_ARG, c=_NO_ARG):
@@ -464,7 +471,7 @@ def _utf8(call, texts, allowed, b=_NO_ARG, c=_NO_ARG):
     try:
         return _call(call, texts, allowed, b, c)
     except UnicodeEncodeError:
-        fixed = _check_text(texts) if isinstance(texts, str) else [_check_text(t) for t in texts]
+        fixed = check_text(texts) if isinstance(texts, str) else [check_text(t) for t in texts]
         return _call(call, fixed, allowed, b, c)
 
 
@@ -486,39 +493,3 @@ def _rebuild(
     tok = Tokenizer(vocab, merges, specials, pattern=pattern)
     tok.unicode_version = unicode_version
     return tok
-
-
-def _check_vocab(vocab: dict[int, bytes]) -> dict[int, bytes]:
-    if not isinstance(vocab, dict):
-        raise TypeError(f"vocab must be a dict of id -> bytes, got {type(vocab).__name__}")
-    out = {}
-    for i, b in vocab.items():
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i <= MAX_TOKEN_ID:
-            raise ValueError(f"vocab id {i!r} is not an integer in 0..2**31-1")
-        if not isinstance(b, (bytes, bytearray)):
-            raise TypeError(f"vocab[{i}] must be bytes, got {type(b).__name__}")
-        out[i] = bytes(b)
-    if out and max(out) > 4 * len(out) + (1 << 20):
-        raise ValueError(f"vocab ids are too sparse: {len(out)} tokens but ids up to {max(out)}")
-    return out
-
-
-def _check_ids(ids: Iterable[int]) -> list[int]:
-    """Ids as Python ints (numpy integers and arrays are accepted, as in tiktoken)."""
-    if hasattr(ids, "tolist"):
-        ids = ids.tolist()
-    out = []
-    for i in ids:
-        try:
-            value = operator.index(i)
-        except TypeError:
-            raise KeyError(f"token id {i!r} is not an integer") from None
-        if isinstance(i, bool) or not 0 <= value < 1 << 32:
-            raise KeyError(f"token id {i!r} is not in the vocabulary")
-        out.append(value)
-    return out
-
-
-@functools.lru_cache(maxsize=64)
-def _special_regex(tokens: frozenset[str]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 from ._checks import MAX_TOKEN_ID, check_special_tokens
-from .encoding import Tokenizer
+from .encoding import Tokenizer, load
 from .patterns import resolve_pattern
 
 #: Ids must be below 2**31 (`Tokenizer`'s limit); a larger size also made the core reserve
@@ -44,8 +44,6 @@ def plan(
         return Plan(specials, resolve_pattern(pattern or "gpt2"), _num_merges(vocab_size, specials))
     base = continue_from
     if not isinstance(base, Tokenizer):
-        from .formats import load
-
         base = load(continue_from)  # type: ignore[arg-type]
     if pattern is not None and resolve_pattern(pattern) != base.pattern:
         raise ValueError(

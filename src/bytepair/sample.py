@@ -1,6 +1,7 @@
 """A sample corpus that needs no download: the docstrings of the Python standard library's
 modules, read from their source with `ast` (nothing is imported or executed). Real English
-text, a few MB, the same on every install of one Python version.
+text, a few MB, the same on every install of one Python version. It only writes the file;
+training on it is `train.py`'s.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import ast
 import os
 import sysconfig
 from pathlib import Path
+
+from ._atomic import write_atomic
 
 SEPARATOR = "\n<|endoftext|>\n"
 
@@ -34,11 +37,9 @@ def stdlib_docstrings() -> list[str]:
 
 def write_sample_corpus(path: str | os.PathLike) -> tuple[int, int]:
     """Writes the docstrings, separated by `<|endoftext|>`; returns (documents, bytes)."""
-    from .io import _write_atomic
-
     docs = stdlib_docstrings()
     text = SEPARATOR.join(docs) + "\n"
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out, text)
+    write_atomic(out, text)
     return len(docs), len(text.encode("utf-8"))

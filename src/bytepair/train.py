@@ -1,13 +1,13 @@
 """Training: checks the configuration, runs the stages (count in Rust, merge in Rust), reports
 progress and a summary, and returns a `Tokenizer`. The semantics are those of docs/spec.md §1
 (CS336's): ties go to the lexicographically greater pair; ids are bytes, then merges, then
-special tokens.
+special tokens. Counting is `count.py`'s, where a run starts and how ids are laid out
+`resume.py`'s; counting on a cluster reuses `after_counting` and `merge_stage` (`distributed/`).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 import warnings
 from collections.abc import Iterable
@@ -16,14 +16,18 @@ from pathlib import Path
 
 from . import _core
 from ._checks import check_input_files, check_num_threads
+from ._progress import Bar, show_progress
+from .count import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files, count_texts
 from .encoding import Tokenizer
-from .pretokenize import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files, count_texts
 from .resume import MAX_VOCAB_SIZE, Plan, layout, plan
 
-__all__ = ["MAX_VOCAB_SIZE", "TrainReport", "train", "train_bpe", "train_from_counts",
-           "train_from_counts_with_report", "train_from_iterator", "train_with_report"]
+__all__ = ["MAX_VOCAB_SIZE", "TrainReport", "after_counting", "merge_stage", "train",
+           "train_bpe", "train_from_counts", "train_from_counts_with_report",
+           "train_from_iterator", "train_with_report"]
+
 #: What `continue_from` takes: a tokenizer, or a path `bytepair.load` reads.
 ContinueFrom = Tokenizer | str | os.PathLike | None
+
 
 @dataclass
 class TrainReport:
@@ -62,42 +66,7 @@ class TrainReport:
         )
 
 
-def _show_progress(progress: bool | None) -> bool:
-    if progress is None:
-        return sys.stderr.isatty()
-    return bool(progress)
-
-
-class _Bar:
-    """A tqdm bar on stderr, or nothing; used as a progress callback for the core."""
-
-    def __init__(self, enabled: bool, total: int, desc: str, unit: str, scale: bool):
-        self._bar = None
-        self._last = 0
-        if enabled:
-            from tqdm import tqdm
-
-            self._bar = tqdm(
-                total=total,
-                desc=desc,
-                unit=unit,
-                unit_scale=scale,
-                unit_divisor=1024 if scale else 1000,
-                file=sys.stderr,
-                dynamic_ncols=True,
-            )
-
-    def to(self, done: int) -> None:
-        if self._bar is not None and done > self._last:
-            self._bar.update(done - self._last)
-            self._last = done
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-
-def _after_counting(report: TrainReport, stats: CountStats, files: list[Path]) -> None:
+def after_counting(report: TrainReport, stats: CountStats, files: list[Path]) -> None:
     """The report takes counting's figures; input files that held no text are refused."""
     report.n_bytes, report.n_replaced = stats.n_bytes, stats.n_replaced
     report.max_chunk = stats.max_chunk
@@ -106,7 +75,7 @@ def _after_counting(report: TrainReport, stats: CountStats, files: list[Path]) -
         raise ValueError(f"the input is empty ({names}): there is no text to train on")
 
 
-def _merge_stage(
+def merge_stage(
     counts: WordCounts,
     run: Plan,
     report: TrainReport,
@@ -114,10 +83,12 @@ def _merge_stage(
     consume: bool,
     num_threads: int | None,
 ) -> Tokenizer:
+    """The merge loop on `counts` (emptied when `consume`), as planned by `run`; fills `report`
+    and warns when the corpus runs out of pairs."""
     num_threads = check_num_threads(num_threads)
     report.n_words = len(counts)
     report.n_merges_requested = run.num_merges
-    bar = _Bar(show, run.num_merges, "merges", "merge", False)
+    bar = Bar(show, run.num_merges, "merges", "merge", scale=False)
     start = time.perf_counter()
     try:
         pairs, token_bytes = _core.train_bpe(
@@ -157,10 +128,10 @@ def train_with_report(
     """`train`, also returning the `TrainReport` (sizes, merges done, time per stage)."""
     run = plan(vocab_size, special_tokens, pattern, continue_from)
     files = check_input_files(inputs)
-    show = _show_progress(progress)
+    show = show_progress(progress)
     report = TrainReport()
     stats = CountStats()
-    bar = _Bar(show, sum(p.stat().st_size for p in files), "reading", "B", True)
+    bar = Bar(show, sum(p.stat().st_size for p in files), "reading", divisor=1024)
     start = time.perf_counter()
     try:
         counts = count_files(
@@ -177,8 +148,8 @@ def train_with_report(
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
     report.chunk_size = chunk_size
-    _after_counting(report, stats, files)
-    tok = _merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
+    after_counting(report, stats, files)
+    tok = merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
     return tok, report
 
 
@@ -244,9 +215,9 @@ def train_from_iterator(
     4
     """
     run = plan(vocab_size, special_tokens, pattern, continue_from)
-    show = _show_progress(progress)
+    show = show_progress(progress)
     report = TrainReport()
-    bar = _Bar(show, 0, "reading", "char", True)
+    bar = Bar(show, 0, "reading", "char", divisor=1024)
     start = time.perf_counter()
     stats = CountStats()
     try:
@@ -265,7 +236,7 @@ def train_from_iterator(
         raise ValueError(
             "the input is empty (the iterable gave no text): there is no text to train on"
         )
-    return _merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
+    return merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
 
 
 def train_from_counts(
@@ -313,8 +284,8 @@ def train_from_counts_with_report(
     copying it (the merge loop reuses its memory)."""
     run = plan(vocab_size, special_tokens, pattern, continue_from)
     report = report if report is not None else TrainReport()
-    show = _show_progress(progress)
-    tok = _merge_stage(counts, run, report, show, consume=consume, num_threads=num_threads)
+    show = show_progress(progress)
+    tok = merge_stage(counts, run, report, show, consume=consume, num_threads=num_threads)
     return tok, report
 
 

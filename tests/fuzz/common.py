@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import bytepair
-from bytepair.pretokenize import pretokenize
+from bytepair.count import pretokenize
 from unicode_diff import diff_chars
 
 from . import gen

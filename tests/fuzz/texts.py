@@ -13,7 +13,7 @@ from pathlib import Path
 
 import bytepair
 import reference as ref
-from bytepair.pretokenize import CountStats, pretokenize
+from bytepair.count import CountStats, pretokenize
 
 from . import gen
 from .common import Target, Violation, base_args, clear_error, covering, oracle_applies

@@ -177,7 +177,7 @@ mod tests {
     fn counts_and_sums_like_a_map() {
         // 20 K words of 16-40 bytes from a small alphabet (many repeats), over two tables that
         // grow many times, summed both ways
-        let mut next = crate::numbers(12);
+        let mut next = crate::testing::numbers(12);
         let mut tables = [LongWords::default(), LongWords::default()];
         let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
         for i in 0..20_000 {

@@ -1,8 +1,9 @@
 //! The encoder's cache of pretoken → ids: on real text 90% of pretokens of 2+ bytes were seen
-//! before, so a lookup, not BPE, is the common path.
+//! before, so a lookup, not BPE, is the common path. Keys (`key_at`), slots with the ids inline
+//! or spilled, tails of longer pretokens, and long words by their bytes; what to do on a miss
+//! (BPE, `merge.rs`) and which cache a call uses (`encoder.rs`) are the caller's.
 
-use crate::train::TokenId;
-use crate::FastMap;
+use crate::types::{FastMap, TokenId};
 
 /// Pretokens longer than 15 bytes are cached by their bytes up to this length, while their
 /// bytes fit in `LONG_BYTES_PER_ENTRY` × the table's entry limit (8 MB of 2^20). Why so many
@@ -33,7 +34,7 @@ pub const AHEAD: usize = 16;
 /// is the scanner's local count: see `Encoder::encode_into`).
 pub struct Batch {
     pub spans: [(usize, usize); BATCH],
-    /// Packed word and its `crate::mix` hash (0 for pretokens that are not packed).
+    /// Packed word and its `types::mix` hash (0 for pretokens that are not packed).
     pub keys: [(u128, u64); BATCH],
 }
 
@@ -57,7 +58,7 @@ pub const TAIL_MAX: usize = 255;
 /// where one-byte pretokens sit among longer ones).
 #[inline(always)]
 pub fn key_at(b: &[u8], s: usize, len: usize) -> u128 {
-    crate::pack_at(b, s, len.min(crate::PACKED_MAX)) & !(0xff << 120)
+    crate::types::pack_at(b, s, len.min(crate::types::PACKED_MAX)) & !(0xff << 120)
         | (len.min(TAIL_MAX) as u128) << 120
 }
 
@@ -72,7 +73,7 @@ fn last_16(word: &[u8]) -> u128 {
 #[inline(always)]
 fn middle(word: &[u8]) -> &[u8] {
     let end = word.len() - 16;
-    &word[end.min(crate::PACKED_MAX)..end]
+    &word[end.min(crate::types::PACKED_MAX)..end]
 }
 
 /// Up to 4 bytes, zero-padded, as a u32 whose memory is those bytes.
@@ -215,7 +216,7 @@ pub fn entries_per_thread(threads: usize) -> usize {
 fn empty_slots(n: usize) -> Option<Vec<Slot>> {
     let mut slots = Vec::new();
     slots.try_reserve_exact(n).ok()?;
-    crate::advise_huge_pages(slots.spare_capacity_mut());
+    crate::mem::advise_huge_pages(slots.spare_capacity_mut());
     slots.resize(n, Slot::default());
     Some(slots)
 }
@@ -236,7 +237,7 @@ impl Default for Cache {
 }
 
 impl Cache {
-    /// Appends the ids of the pretokens with `keys[from..]` (key, `crate::mix` hash) to `out`
+    /// Appends the ids of the pretokens with `keys[from..]` (key, `types::mix` hash) to `out`
     /// while each one's are inline in its first slot, the common case; returns the index of the
     /// first that is not (`keys.len()` if none), for `get` and the others to decide. Each slot
     /// is asked for `AHEAD` pretokens before it is read. One branch per pretoken, and the
@@ -266,7 +267,7 @@ impl Cache {
         i
     }
 
-    /// Appends the cached ids of the pretoken of up to 15 bytes with `key` (whose `crate::mix`
+    /// Appends the cached ids of the pretoken of up to 15 bytes with `key` (whose `types::mix`
     /// is `hash`) to `out`; false if it is not cached.
     #[inline(never)]
     pub fn get(&self, key: u128, hash: u64, out: &mut Vec<TokenId>) -> bool {
@@ -275,7 +276,7 @@ impl Cache {
         // the next line asked for now: a pretoken not found (a new word) is known only at an
         // empty slot, often a line or two on (the home line was asked for by the caller). Cold
         // per-document runs 2-3% faster (large and code, 100 MB), warm ones unchanged.
-        crate::prefetch(self.slots.as_ptr().wrapping_add((i + 2) & mask));
+        crate::mem::prefetch(self.slots.as_ptr().wrapping_add((i + 2) & mask));
         loop {
             let slot = &self.slots[i];
             if slot.key == 0 {
@@ -303,24 +304,24 @@ impl Cache {
             + self.long_bytes
     }
 
-    /// The first slot of the key with this `crate::mix` hash (`crate::hot_slot`'s formula,
+    /// The first slot of the key with this `types::mix` hash (`types::hot_slot`'s formula,
     /// from a hash computed once per pretoken).
     #[inline(always)]
     fn home(&self, hash: u64) -> usize {
         (hash >> (64 - self.bits)) as usize
     }
 
-    /// Asks the CPU to bring the first slot of the key with this `crate::mix` hash into its
+    /// Asks the CPU to bring the first slot of the key with this `types::mix` hash into its
     /// cache, ahead of `get_run`.
     #[inline(always)]
     pub fn prefetch(&self, hash: u64) {
         // no bounds check: a prefetch of any address is harmless (the index is in bounds)
         let slot = self.slots.as_ptr().wrapping_add(self.home(hash));
-        crate::prefetch(slot);
+        crate::mem::prefetch(slot);
     }
 
     /// Appends the cached ids of the pretoken `word` of 16 to `TAIL_MAX` bytes to `out`:
-    /// `key` is its first 15 bytes and its length (`key_at`), `hash` its `crate::mix`;
+    /// `key` is its first 15 bytes and its length (`key_at`), `hash` its `types::mix`;
     /// false if it is not cached. Such an entry keeps the pretoken's last 16 bytes, then any
     /// bytes between those and the first 15 (in u32s), then its ids, in `ids`. Why: in a hash
     /// map keyed by the bytes (as longer pretokens still are), a lookup waited for three lines
@@ -407,7 +408,7 @@ impl Cache {
     /// Puts `slot` in the first free place of its probe sequence.
     fn place(&mut self, slot: Slot) {
         let mask = self.slots.len() - 1;
-        let mut i = crate::hot_slot(slot.key, self.bits);
+        let mut i = crate::types::hot_slot(slot.key, self.bits);
         while self.slots[i].key != 0 {
             i = (i + 1) & mask;
         }
@@ -487,16 +488,16 @@ mod tests {
                     cache.expect(0); // never shrinks
                     assert_eq!(cache.bits, bits + 2);
                 }
-                cache.insert(crate::pack_word(&k.to_le_bytes()), &ids_of(k));
+                cache.insert(crate::types::pack_word(&k.to_le_bytes()), &ids_of(k));
             }
             for k in 0..n {
                 let mut out = vec![9];
-                let key = crate::pack_word(&k.to_le_bytes());
-                assert!(cache.get(key, crate::mix(key), &mut out), "{k}");
+                let key = crate::types::pack_word(&k.to_le_bytes());
+                assert!(cache.get(key, crate::types::mix(key), &mut out), "{k}");
                 assert_eq!(out[1..], ids_of(k), "{k}");
             }
-            let absent = crate::pack_word(b"absent");
-            assert!(!cache.get(absent, crate::mix(absent), &mut Vec::new()));
+            let absent = crate::types::pack_word(b"absent");
+            assert!(!cache.get(absent, crate::types::mix(absent), &mut Vec::new()));
             assert!(4 * cache.used <= 3 * cache.slots.len());
             assert_eq!(cache.slots.len(), 4 << FIRST_BITS);
         }
@@ -532,7 +533,7 @@ mod tests {
         }
         for (k, w) in words.iter().enumerate() {
             let mut out = vec![9];
-            let found = cache.get_tail(key(w), crate::mix(key(w)), w, &mut out);
+            let found = cache.get_tail(key(w), crate::types::mix(key(w)), w, &mut out);
             assert_eq!(found, k % 3 != 0, "{k}");
             assert_eq!(out[1..], if found { ids_of(k) } else { vec![] }, "{k}");
         }
@@ -545,10 +546,10 @@ mod tests {
             ..Cache::default()
         };
         for k in 0..20u32 {
-            cache.insert(crate::pack_word(&k.to_le_bytes()), &[k]);
+            cache.insert(crate::types::pack_word(&k.to_le_bytes()), &[k]);
         }
         assert_eq!(cache.used, 10);
-        let key = crate::pack_word(&15u32.to_le_bytes());
-        assert!(!cache.get(key, crate::mix(key), &mut Vec::new()));
+        let key = crate::types::pack_word(&15u32.to_le_bytes());
+        assert!(!cache.get(key, crate::types::mix(key), &mut Vec::new()));
     }
 }

@@ -20,10 +20,7 @@
 //! A start at `k` depends on bytes `k - 1` to `k + 3`, so a block's starts are sure up to
 //! byte 60; the next block begins at the last sure start.
 
-/// Bytes per block.
-const BLOCK: usize = 64;
-/// Starts are sure up to here in a block (a start reads up to 3 bytes ahead).
-const SURE: usize = BLOCK - 4;
+use super::block::{emit_starts, past_high, BLOCK, SURE};
 
 /// Per-byte masks of a block (bit k for byte k).
 struct Masks {
@@ -42,6 +39,7 @@ impl Masks {
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     fn of(block: &[u8; BLOCK]) -> Masks {
+        use super::block::{is, within};
         use std::arch::x86_64::*;
         // SAFETY: SSE2 is part of the x86-64 baseline: every x86-64 CPU runs these. (The
         // intrinsics are marked unsafe only because they are `#[target_feature]` functions.)
@@ -54,25 +52,18 @@ impl Masks {
                 apostrophe: 0,
                 high: 0,
             };
-            let set = |c: u8| _mm_set1_epi8(c as i8);
-            let within = |x, lo: u8, hi: u8| {
-                _mm_and_si128(
-                    _mm_cmpgt_epi8(x, set(lo - 1)),
-                    _mm_cmplt_epi8(x, set(hi + 1)),
-                )
-            };
             for (k, chunk) in block.chunks_exact(16).enumerate() {
                 let half = |at: usize| {
                     i64::from_le_bytes(chunk[at..at + 8].try_into().unwrap_or_default())
                 };
                 let x = _mm_set_epi64x(half(8), half(0));
                 let bits = |v| (_mm_movemask_epi8(v) as u32 as u64) << (16 * k);
-                let space = _mm_cmpeq_epi8(x, set(b' '));
-                m.letter |= bits(within(_mm_or_si128(x, set(0x20)), b'a', b'z'));
+                let space = is(x, b' ');
+                m.letter |= bits(within(_mm_or_si128(x, _mm_set1_epi8(0x20)), b'a', b'z'));
                 m.number |= bits(within(x, b'0', b'9'));
                 m.white |= bits(_mm_or_si128(within(x, b'\t', b'\r'), space));
                 m.space |= bits(space);
-                m.apostrophe |= bits(_mm_cmpeq_epi8(x, set(b'\'')));
+                m.apostrophe |= bits(is(x, b'\''));
                 m.high |= bits(x);
             }
             m
@@ -148,7 +139,7 @@ pub fn scan_block(
     if masks.high != 0 && !masks.add_high(b, base) {
         // whitespace beyond ASCII: the caller scans one character at a time up to the block's
         // last byte of 0x80 and above, rather than try this block again after every pretoken
-        *ascii_from = base + BLOCK - masks.high.leading_zeros() as usize;
+        *ascii_from = past_high(base, masks.high);
         return false;
     }
     let mut starts = masks.starts();
@@ -166,7 +157,7 @@ pub fn scan_block(
         starts = starts & !(1 << (k + 1)) | 1 << (k + len);
     }
     // starts in 1..=SURE: each ends the pretoken before it
-    super::gpt4_ascii::emit_starts(starts & (u64::MAX >> (63 - SURE)), i, f)
+    emit_starts(starts & (u64::MAX >> (63 - SURE)), i, f)
 }
 
 /// Other targets scan one character at a time.
@@ -178,7 +169,8 @@ pub fn scan_block(_: &[u8], _: &mut usize, _: &mut usize, _: impl FnMut(usize, u
 
 #[cfg(test)]
 mod tests {
-    use crate::pretokenize::{gpt2_token_end, Pretokenizer, GPT2_PATTERN};
+    use crate::pretokenize::gpt2::gpt2_token_end;
+    use crate::pretokenize::{Pretokenizer, GPT2_PATTERN};
 
     /// The pretokens of the scalar scanner alone.
     fn scalar(text: &str) -> Vec<&str> {

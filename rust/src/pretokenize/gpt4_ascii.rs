@@ -32,13 +32,9 @@
 //! speed); on text with some non-ASCII bytes about half of pretokenization's instructions are
 //! in the scalar scanners. Measured figures: docs/performance.md.
 
+use super::block::{emit_starts, past_high, BLOCK, SURE};
 use crate::pretokenize::gpt4::cl100k_token_end;
 use crate::pretokenize::o200k::o200k_token_end;
-
-/// Bytes per block.
-const BLOCK: usize = 64;
-/// Starts are sure up to here in a block of ASCII bytes (a start reads up to 3 bytes ahead).
-const SURE: usize = BLOCK - 4;
 
 /// Calls `f(start, end)` on each pretoken of `b` under cl100k (`O200K` false) or o200k.
 #[inline(always)]
@@ -78,6 +74,7 @@ impl Masks {
     /// and above compare as negative, so they fall in no ASCII range.
     #[inline(always)]
     fn of(block: &[u8; BLOCK]) -> Masks {
+        use super::block::{is, within};
         use std::arch::x86_64::*;
         // SAFETY: SSE2 is part of the x86-64 baseline; the loads read 16 bytes inside `block`.
         unsafe {
@@ -88,17 +85,12 @@ impl Masks {
                     m | (_mm_movemask_epi8(test(v[k])) as u32 as u64) << (16 * k)
                 })
             };
-            let range = |x, lo: u8, hi: u8| {
-                let above = _mm_cmpgt_epi8(x, _mm_set1_epi8(lo as i8 - 1));
-                _mm_and_si128(above, _mm_cmplt_epi8(x, _mm_set1_epi8(hi as i8 + 1)))
-            };
-            let is = |x, c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
             let space = bits(&|x| is(x, b' '));
             Masks {
-                lower: bits(&|x| range(x, b'a', b'z')),
-                upper: bits(&|x| range(x, b'A', b'Z')),
-                digit: bits(&|x| range(x, b'0', b'9')),
-                white: bits(&|x| range(x, b'\t', b'\r')) | space,
+                lower: bits(&|x| within(x, b'a', b'z')),
+                upper: bits(&|x| within(x, b'A', b'Z')),
+                digit: bits(&|x| within(x, b'0', b'9')),
+                white: bits(&|x| within(x, b'\t', b'\r')) | space,
                 newline: bits(&|x| _mm_or_si128(is(x, b'\n'), is(x, b'\r'))),
                 space,
                 apostrophe: bits(&|x| is(x, b'\'')),
@@ -189,7 +181,7 @@ fn scan_block<const O200K: bool>(
         if limit < 4 {
             // non-ASCII here: the caller scans one character at a time up to the block's last
             // byte of 0x80 and above, rather than try this block again after every pretoken
-            *ascii_from = base + BLOCK - masks.high.leading_zeros() as usize;
+            *ascii_from = past_high(base, masks.high);
         }
         return false;
     }
@@ -214,25 +206,6 @@ fn scan_block<const O200K: bool>(
         joined = k + len;
     }
     emit_starts(starts & within, i, f)
-}
-
-/// Calls `f` on the pretokens that the starts in 1.. of the block at `*i` end (each ends the
-/// pretoken before it) and moves `*i` to the last start; false when there is none. GPT-2's
-/// `ascii.rs` calls it too.
-#[inline(always)]
-pub(super) fn emit_starts(starts: u64, i: &mut usize, mut f: impl FnMut(usize, usize)) -> bool {
-    let (base, mut rest, mut from) = (*i, starts & !1, 0);
-    if rest == 0 {
-        return false;
-    }
-    while rest != 0 {
-        let k = rest.trailing_zeros() as usize;
-        f(base + from, base + k);
-        from = k;
-        rest &= rest - 1;
-    }
-    *i = base + from;
-    true
 }
 
 /// Other targets scan one character at a time.

@@ -1,4 +1,6 @@
-//! Which new pairs the merge loop tracks (see `Floor`).
+//! Which new pairs the merge loop tracks (see `Floor`): those made with a count that a later
+//! merge may still need, by a guess from the counts merged so far (`guess_floor`). The loop
+//! itself, and counting every pair again when the guess was too high, are `merge_loop.rs`'s.
 
 /// Which new pairs are tracked. A pair's count only falls after the merge that makes it (only
 /// that merge can add occurrences), and each merge's count is at most the one before (a new

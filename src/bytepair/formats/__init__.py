@@ -1,47 +1,41 @@
-"""Tokenizer file formats: one module per format, one dispatch table here. A format module has
-`NAME`, `FILES` (what `save` writes in a folder), `OPTIONS` (what `read` takes from the caller
-because the files do not hold it), `matches(path)` (is this file one of mine),
-`read(path, **options) -> ModelData` and `render(ModelData) -> {file name: text}`; adding a
-format is a new module and one entry in `FORMATS`. Nothing here knows a format's syntax.
+"""Tokenizer file formats: they read and write model data (`ModelData`), never a `Tokenizer`
+(`encoding.py` builds one). One module per format, with `NAME`, `FILES` (what a save writes),
+`OPTIONS` (what `read` takes from the caller because the files lack it), `matches(path)`,
+`read(path, **options) -> ModelData` and `render(ModelData) -> {file name: text}`; here is the
+table of them that dispatches (a new format: a module and its entry in `FORMATS`), no syntax.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .. import _core
-from ..patterns import GPT2_PATTERN
+from .._atomic import write_atomic
 from . import gpt2, hf, model, tiktoken
-from ._common import ModelData, write_atomic
+from ._common import ModelData
 
-if TYPE_CHECKING:
-    from ..encoding import Tokenizer
+__all__ = ["FORMATS", "ModelData", "check_formats", "detect", "read", "write"]
 
 #: In order of preference when a folder holds several: the own format keeps the most.
 FORMATS = (model, hf, gpt2, tiktoken)
 _BY_NAME = {f.NAME: f for f in FORMATS}
-#: Unicode versions already warned about in this process (the warning is given once per version).
-_warned_unicode: set[str] = set()
 
 
-def save(
-    tok: Tokenizer, directory: str | os.PathLike, *, formats: Iterable[str] | None = None
+def write(
+    data: ModelData, directory: str | os.PathLike, *, formats: Iterable[str] | None = None
 ) -> list[Path]:
-    """Writes the tokenizer into `directory` in every format (or those named: "bytepair",
-    "hf", "gpt2", "tiktoken"); every file is rendered before any is written, so a format that
-    cannot hold the tokenizer leaves the folder as it was. Returns the paths written.
+    """Writes `data` into `directory` in every format (or those named: "bytepair", "hf",
+    "gpt2", "tiktoken"); every file is rendered before any is written, so a format that
+    cannot hold the model leaves the folder as it was. Returns the paths written.
 
-    >>> save(tok, "tok/", formats=["hf"])  # doctest: +SKIP
+    >>> write(data, "tok/", formats=["hf"])  # doctest: +SKIP
     """
     chosen = check_formats(formats)
     out = Path(directory)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"output path exists and is not a directory: {out}")
-    data = ModelData.of(tok)
     files: dict[str, str] = {}
     for fmt in chosen:
         files |= fmt.render(data)
@@ -87,20 +81,19 @@ def detect(path: str | os.PathLike) -> tuple[Any, Path]:
     )
 
 
-def load(
+def read(
     path: str | os.PathLike,
     *,
     pattern: str | None = None,
     special_tokens: Iterable[str] | dict[str, int] | None = None,
-) -> Tokenizer:
-    """Reads a tokenizer from a folder or from any one file of a format, detected by name (a
-    `vocab.json` finds its `merges.txt`, a `.tiktoken` its sidecar). `pattern` and
-    `special_tokens` are only for formats without them (GPT-2 files, a bare `.tiktoken`).
+) -> tuple[ModelData, Path]:
+    """The model data of a folder or of any one file of a format, detected by name (a
+    `vocab.json` finds its `merges.txt`, a `.tiktoken` its sidecar), and the file read.
+    `pattern` and `special_tokens` are only for formats without them (GPT-2 files, a bare
+    `.tiktoken`).
 
-    >>> tok = load("tok/tokenizer.json")  # doctest: +SKIP
+    >>> data, file = read("tok/tokenizer.json")  # doctest: +SKIP
     """
-    from ..encoding import Tokenizer
-
     fmt, file = detect(path)
     options = {"pattern": pattern, "special_tokens": special_tokens}
     given = {k: v for k, v in options.items() if v is not None}
@@ -109,36 +102,4 @@ def load(
         raise ValueError(f"{file} stores its own {' and '.join(refused)}; do not pass them")
     if "special_tokens" in given and not isinstance(special_tokens, dict):
         given["special_tokens"] = list(special_tokens)  # type: ignore[arg-type]
-    data = fmt.read(file, **given)
-    try:
-        tok = Tokenizer(data.vocab, data.merges, list(data.special_tokens), pattern=data.pattern)
-    except (TypeError, ValueError) as e:  # the parts parse but do not make a tokenizer
-        raise ValueError(f"{file}: {e}") from None
-    if tok.special_tokens != data.special_tokens:
-        raise ValueError(f"{file}: the special tokens' ids do not match the vocabulary")
-    if fmt is model:
-        tok.unicode_version = data.unicode_version or _v1_unicode(data.pattern)
-        _check_unicode(tok.unicode_version, file)
-    return tok
-
-
-def _v1_unicode(pattern: str) -> str:
-    """The classes a v1 file was trained with: the GPT-2 scanner then had the Python `regex`
-    package's (Unicode 17.0.0), other patterns ran on fancy-regex with regex-syntax 0.8.12's."""
-    return "17.0.0" if pattern == GPT2_PATTERN else "16.0.0"
-
-
-def _check_unicode(version: str, path: Path) -> None:
-    """Warns (once per version and process) when a model was trained with other Unicode classes
-    than this build's: text with characters classed differently now pretokenizes differently."""
-    if version == _core.UNICODE_VERSION or version in _warned_unicode:
-        return
-    _warned_unicode.add(version)
-    warnings.warn(
-        f"{path} was trained with the character classes of Unicode {version}; this bytepair uses "
-        f"Unicode {_core.UNICODE_VERSION} (tiktoken's). Text with characters whose class differs "
-        f"between the two (bytepair's docs/unicode.md) is pretokenized differently than in "
-        f"training; retrain to match. (Shown once per version.)",
-        UserWarning,
-        stacklevel=3,
-    )
+    return fmt.read(file, **given), file

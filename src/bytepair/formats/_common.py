@@ -1,7 +1,7 @@
 """What every format module shares: the plain model value they read and write (`ModelData`, so
 no format imports `Tokenizer`), GPT-2's byte-to-character table (vocab.json, merges.txt and
-tokenizer.json write bytes with it), strict UTF-8 and JSON reading whose errors name the file and
-line, and atomic writes.
+tokenizer.json write bytes with it), and strict UTF-8 and JSON reading whose errors name the file
+and line. Writing files is `formats/__init__.py`'s (through `_atomic.py`).
 """
 
 from __future__ import annotations
@@ -9,10 +9,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .._checks import MAX_TOKEN_ID
 
@@ -20,18 +18,14 @@ from .._checks import MAX_TOKEN_ID
 @dataclass
 class ModelData:
     """A tokenizer as data: what a format file holds. `special_tokens` maps text → id in the
-    order given; `unicode_version` is None when the format does not record it."""
+    order given; `unicode_version` is None when the format does not record it. `encoding.py`
+    turns it into a `Tokenizer` and back."""
 
     vocab: dict[int, bytes]
     merges: list[tuple[bytes, bytes]]
     special_tokens: dict[str, int] = field(default_factory=dict)
     pattern: str = "gpt2"
     unicode_version: str | None = None
-
-    @classmethod
-    def of(cls, tok: Any) -> ModelData:
-        """The data of a `Tokenizer` (duck-typed: formats never import it)."""
-        return cls(tok.vocab, tok.merges, tok.special_tokens, tok.pattern, tok.unicode_version)
 
     def plain_tokens(self) -> dict[int, bytes]:
         """Id → bytes of every token that is not a special token."""
@@ -184,22 +178,3 @@ def gpt2_vocab_json(data: ModelData, target: str) -> dict[str, int]:
             )
         out[key] = i
     return out
-
-
-def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
-    """Writes `data` to `path` through a temp file in the same folder and a rename, so a reader
-    never sees a partial file; the file gets the usual permissions (0666 less the umask)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -1,10 +1,8 @@
-"""HF `tokenizer.json` (docs/spec.md §3.4): model BPE, pre-tokenizer Sequence[Split(regex,
-Isolated), ByteLevel(use_regex=false)], decoder ByteLevel, special tokens as `added_tokens`. Written
-with merges as "a b" strings, which every `tokenizers` version reads; read in both spellings ("a b"
-and ["a", "b"], the pair form of tokenizers 0.20). Any byte-level BPE file of that shape (Llama-3's,
-GPT-2's ByteLevel-only one) loads with its own pattern; other shapes are refused naming the part. HF
-runs the Split regex on Oniguruma, which reads some syntax differently: `hf_regex` gives each preset
-an equivalent form and refuses what it cannot translate.
+"""HF `tokenizer.json` (docs/spec.md §3.4): BPE model, pre-tokenizer Sequence[Split(regex,
+Isolated), ByteLevel(use_regex=false)], ByteLevel decoder, special tokens as `added_tokens`;
+merges written "a b" (every `tokenizers` reads that), read in both spellings. Byte-level BPE
+files of that shape (Llama-3's, GPT-2's ByteLevel-only one) load with their own pattern, others
+are refused naming the part; `hf_regex` writes each pattern in a form HF's Oniguruma reads alike.
 """
 
 from __future__ import annotations
@@ -21,10 +19,10 @@ from ._common import (
     encode_token,
     gpt2_vocab_json,
     read_json,
+    read_text,
     starts_like_hf,
     utf8,
 )
-from ._common import read_text as _read_text
 
 NAME = "hf"
 FILE = "tokenizer.json"
@@ -125,7 +123,7 @@ class _Doc:
 
     def __init__(self, path: Path):
         self.path = path
-        self.text = _read_text(path)
+        self.text = read_text(path)
         self.doc = read_json(path)
 
     def error(self, what: str, near: object = None) -> ValueError:

@@ -1,7 +1,7 @@
 """bytepair's own versioned `bytepair.model`: the only format that keeps everything verbatim,
 the pattern, the special tokens with their ids, any vocabulary (sparse ids, tokens no merge
 makes, equal byte strings) and the Unicode version of training. Line-based, so an error names
-its line.
+its line. Whether that Unicode version matches this build is the loader's concern (`encoding.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from .._checks import MAX_TOKEN_ID
+from ..patterns import GPT2_PATTERN
 from ._common import ModelData, read_text
 
 NAME = "bytepair"
@@ -112,7 +113,8 @@ def _is_number(text: str) -> bool:
 
 
 def read(path: Path) -> ModelData:
-    """Parses a model file; `unicode_version` is None for v1 files (the caller decides)."""
+    """Parses a model file; a v1 file, which has no `unicode` line, gets the Unicode version
+    it was trained with (`_v1_unicode`)."""
     lines = _Lines(path)
     header = lines.next()
     if header not in (MODEL_HEADER, MODEL_HEADER_V1):
@@ -143,4 +145,10 @@ def read(path: Path) -> ModelData:
         merges.append((lines.b64(a), lines.b64(b)))
     if lines.next() != MODEL_END:
         raise lines.error(f"expected {MODEL_END!r} (the file is damaged or has extra lines)")
-    return ModelData(vocab, merges, specials, pattern, unicode)
+    return ModelData(vocab, merges, specials, pattern, unicode or _v1_unicode(pattern))
+
+
+def _v1_unicode(pattern: str) -> str:
+    """The classes a v1 file was trained with: the GPT-2 scanner then had the Python `regex`
+    package's (Unicode 17.0.0), other patterns ran on fancy-regex with regex-syntax 0.8.12's."""
+    return "17.0.0" if pattern == GPT2_PATTERN else "16.0.0"

@@ -1,9 +1,8 @@
-"""tiktoken's `.tiktoken` (docs/spec.md §3.5): one `base64(token bytes) rank` line per token, the
-rank being the id. tiktoken merges the adjacent pair whose joined bytes have the lowest rank, so ids
-must follow merge order (bytepair's do). The file has no pattern and no special tokens: they go in a
-JSON sidecar beside it, `NAME.tiktoken.json`, whose keys are `tiktoken.Encoding`'s (`name`,
-`pat_str`, `special_tokens`). Reading recovers the merges from the ranks as HF's converter does: a
-token's merge is the last step of tiktoken's BPE on its own bytes.
+"""tiktoken's `.tiktoken` (docs/spec.md §3.5): a `base64(token bytes) rank` line per token, rank =
+id; tiktoken merges the pair whose joined bytes rank lowest, so ids must follow merge order.
+Pattern and special tokens go in a JSON sidecar, `NAME.tiktoken.json`, with `tiktoken.Encoding`'s
+keys (`name`, `pat_str`, `special_tokens`). Reading recovers the merges from the ranks as HF's
+converter does: a token's merge is the last step of tiktoken's BPE on its own bytes.
 """
 
 from __future__ import annotations

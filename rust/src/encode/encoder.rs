@@ -1,0 +1,400 @@
+//! The encoder's tables, built once (`Encoder::new`), and its calls on one text: `encode`, with
+//! checks for Ctrl-C between pieces (`encode_checked`, `encode_each`), a stream's prefix
+//! (`encode_prefix`), and `decode_bytes`; the warm caches kept between calls. The pretokens' ids
+//! are `text.rs`'s, batches `batch.rs`'s, and where a text may be cut `pieces.rs`'s.
+
+use std::sync::{Arc, Mutex};
+
+use super::cache::{self, Cache};
+use super::pair_table::PairTable;
+use super::{EncodeError, CHECK_EVERY};
+use crate::pretokenize::{Pretokenizer, Specials};
+use crate::types::{FastMap, Pair, TokenId};
+
+/// Text bytes per distinct pretoken a call's cache is first sized for (`Cache::expect`): the
+/// large benchmark corpus has one per 55 bytes in its first 12.5 MB, one per 105-130 in 100 MB,
+/// so a table sized at one per 128 bytes is rarely larger than the one its doublings would reach.
+const BYTES_PER_ENTRY: usize = 128;
+
+/// Caches kept between calls, at most, and their memory at most.
+const MAX_SPARE_CACHES: usize = 8;
+const SPARE_BYTES: usize = 160 << 20;
+
+/// An immutable byte-level BPE encoder.
+pub struct Encoder {
+    pub(super) pretok: Pretokenizer,
+    /// All special tokens, as (text, id).
+    pub(super) special_list: Vec<(String, TokenId)>,
+    /// A matcher for all of them.
+    pub(super) all_specials: SpecialSet,
+    pub(super) byte_ids: [TokenId; 256],
+    /// (left, right) → (rank, merged id).
+    pub(super) pairs: PairTable,
+    /// Bytes of each id (None where an id is unused).
+    pub(super) decoder: Vec<Option<Box<[u8]>>>,
+    /// Warm caches kept between calls (`encode_iterable` and batched callers make many): a call
+    /// takes one per thread it runs on and gives them back; a call that finds none makes one.
+    pub(super) spare_caches: Mutex<Vec<Cache>>,
+    /// The thread pool of the last batch call, and the process that made it (see `pool`).
+    pub(super) pool: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
+}
+
+/// Special tokens that are matched in a call, with their ids.
+pub struct SpecialSet {
+    pub(super) matcher: Specials,
+    pub(super) ids: Vec<TokenId>,
+}
+
+impl Encoder {
+    /// Builds the encoder from (id, bytes) pairs, merges as byte pairs in rank order, and special
+    /// tokens as (text, id).
+    pub fn new(
+        vocab: Vec<(TokenId, Vec<u8>)>,
+        merges: Vec<(Vec<u8>, Vec<u8>)>,
+        specials: Vec<(String, TokenId)>,
+        pattern: &str,
+    ) -> Result<Self, EncodeError> {
+        let max_id = max_id_of(&vocab, &specials)?;
+        let (decoder, id_of) = tables_of(vocab, &specials, max_id)?;
+        let mut byte_ids = [0; 256];
+        for b in 0..=255u8 {
+            byte_ids[b as usize] = *id_of.get(&vec![b]).ok_or(EncodeError::MissingByte(b))?;
+        }
+        let pairs = merge_ids(merges, &id_of)?;
+        let texts: Vec<&str> = specials.iter().map(|(t, _)| t.as_str()).collect();
+        let all_specials = SpecialSet {
+            matcher: Specials::new(&texts)?,
+            ids: specials.iter().map(|(_, id)| *id).collect(),
+        };
+        Ok(Encoder {
+            pretok: Pretokenizer::new(pattern)?,
+            special_list: specials,
+            all_specials,
+            byte_ids,
+            pairs: PairTable::new(pairs.into_iter(), &byte_ids),
+            decoder,
+            spare_caches: Mutex::new(Vec::new()),
+            pool: Mutex::new(None),
+        })
+    }
+
+    /// The special tokens matched in a call: `None` means all, else those named (unknown names
+    /// are an error of the caller, checked in Python).
+    pub fn special_set(
+        &self,
+        allowed: Option<&[String]>,
+    ) -> Result<Option<SpecialSet>, EncodeError> {
+        let Some(names) = allowed else {
+            return Ok(None);
+        };
+        let chosen: Vec<&(String, TokenId)> = self
+            .special_list
+            .iter()
+            .filter(|(t, _)| names.contains(t))
+            .collect();
+        let texts: Vec<&str> = chosen.iter().map(|(t, _)| t.as_str()).collect();
+        Ok(Some(SpecialSet {
+            matcher: Specials::new(&texts)?,
+            ids: chosen.iter().map(|(_, id)| *id).collect(),
+        }))
+    }
+
+    pub(super) fn resolve<'s>(&'s self, set: &'s Option<SpecialSet>) -> &'s SpecialSet {
+        set.as_ref().unwrap_or(&self.all_specials)
+    }
+
+    /// Encodes `text`, matching the special tokens of `set` (None: all of them).
+    pub fn encode(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+    ) -> Result<Vec<TokenId>, EncodeError> {
+        self.encode_checked(text, set, &mut || true)
+    }
+
+    /// `encode`, calling `check` after about every `CHECK_EVERY` bytes (at safe cuts, so the
+    /// ids are the same); `check` returning false stops with `Interrupted`.
+    pub fn encode_checked(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+        check: &mut dyn FnMut() -> bool,
+    ) -> Result<Vec<TokenId>, EncodeError> {
+        self.encode_limited(text, set, check, cache::ENTRIES)
+    }
+
+    /// `encode_checked` with a cache that takes at most `limit` entries.
+    fn encode_limited(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+        check: &mut dyn FnMut() -> bool,
+        limit: usize,
+    ) -> Result<Vec<TokenId>, EncodeError> {
+        let mut out = Vec::new();
+        // Fail cleanly (MemoryError) rather than abort when memory is short: the output is
+        // the largest allocation, and is asked for first. A document gets room for half an id
+        // a byte and a batch's lookups (`Cache::get_run` asks for 4 ids a pretoken): with a
+        // third, code (0.46 ids a byte) moved every document's ids once to a larger vector. A
+        // long text gets a third: glibc grows large allocations by remapping, not copying.
+        let room = match text.len() <= CHECK_EVERY {
+            true => text.len() / 2 + 4 * cache::BATCH,
+            false => text.len() / 3 + 16,
+        };
+        out.try_reserve(room)
+            .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
+        self.for_each_piece(text, set, check, limit, |piece, set, cache| {
+            self.encode_into(piece, set, cache, &mut out)
+        })?;
+        Ok(out)
+    }
+
+    /// `encode_checked`, handing the ids to `emit` one piece (about `CHECK_EVERY` bytes of
+    /// text) at a time: a caller that converts them (to uint16 for numpy) reads them while they
+    /// are in the CPU's cache, and never holds all of them as u32.
+    pub fn encode_each(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+        check: &mut dyn FnMut() -> bool,
+        emit: &mut dyn FnMut(&[TokenId]) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let mut ids = Vec::new();
+        ids.try_reserve(text.len().min(2 * CHECK_EVERY) / 3 + 16)
+            .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
+        self.for_each_piece(text, set, check, cache::ENTRIES, |piece, set, cache| {
+            ids.clear();
+            self.encode_into(piece, set, cache, &mut ids)?;
+            emit(&ids)
+        })
+    }
+
+    /// Calls `f` on the pieces of `text`, cut at safe points every `CHECK_EVERY` bytes or so,
+    /// with one cache (of at most `limit` entries) taken for the call and given back after;
+    /// `check` runs between pieces.
+    fn for_each_piece(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+        check: &mut dyn FnMut() -> bool,
+        limit: usize,
+        mut f: impl FnMut(&str, &SpecialSet, &mut Cache) -> Result<(), EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let set = self.resolve(set);
+        let mut caches = self.take_caches(1, limit);
+        caches[0].expect(text.len() / BYTES_PER_ENTRY);
+        let mut pos = 0;
+        let result = loop {
+            if pos == text.len() {
+                break Ok(());
+            }
+            let end = self
+                .next_stop(text, pos, set, CHECK_EVERY, true)
+                .unwrap_or(text.len());
+            if let Err(e) = f(&text[pos..end], set, &mut caches[0]) {
+                break Err(e);
+            }
+            pos = end;
+            if pos < text.len() && !check() {
+                break Err(EncodeError::Interrupted);
+            }
+        };
+        self.give_back(caches);
+        result
+    }
+
+    /// `n` caches, warm ones first, that take at most `limit` entries.
+    pub(super) fn take_caches(&self, n: usize, limit: usize) -> Vec<Cache> {
+        let mut spare = self.spare_caches.lock().unwrap_or_else(|p| p.into_inner());
+        let keep = spare.len().saturating_sub(n);
+        let mut caches = spare.split_off(keep);
+        drop(spare);
+        caches.resize_with(n, Cache::default);
+        for cache in &mut caches {
+            cache.limit = limit;
+        }
+        caches
+    }
+
+    /// Forgets the caches kept between calls (their memory, and what they learned).
+    pub fn drop_caches(&self) {
+        self.spare_caches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// Keeps caches for later calls: at most `MAX_SPARE_CACHES`, of `SPARE_BYTES` in all.
+    /// The oldest are dropped first: those just used are the warmest, and the next call takes
+    /// them (it takes from the end). Dropping the returned cache instead, once a per-document
+    /// loop had grown it past the budget, made the loop start cold again and again.
+    pub(super) fn give_back(&self, caches: Vec<Cache>) {
+        let mut spare = self.spare_caches.lock().unwrap_or_else(|p| p.into_inner());
+        spare.extend(caches);
+        let mut bytes: usize = spare.iter().map(Cache::bytes).sum();
+        while spare.len() > MAX_SPARE_CACHES || (bytes > SPARE_BYTES && spare.len() > 1) {
+            bytes -= spare.remove(0).bytes();
+        }
+    }
+
+    /// Encodes the longest prefix of `text` that can be encoded without seeing what follows it
+    /// (all of it if `last`); returns its ids and its length in bytes (0 if there is no such
+    /// prefix yet). For streams, whose promise is memory that does not grow with the input: the
+    /// cache takes at most `STREAM_ENTRIES`.
+    pub fn encode_prefix(
+        &self,
+        text: &str,
+        set: &Option<SpecialSet>,
+        last: bool,
+    ) -> Result<(Vec<TokenId>, usize), EncodeError> {
+        let end = match last {
+            true => Some(text.len()),
+            false => self.resolve(set).matcher.safe_cut(text, &self.pretok),
+        };
+        match end {
+            Some(p) => Ok((
+                self.encode_limited(&text[..p], set, &mut || true, cache::STREAM_ENTRIES)?,
+                p,
+            )),
+            None => Ok((Vec::new(), 0)),
+        }
+    }
+
+    /// One more than the largest id.
+    pub fn n_ids(&self) -> usize {
+        self.decoder.len()
+    }
+
+    /// The bytes of `ids`, concatenated.
+    pub fn decode_bytes(&self, ids: &[TokenId]) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::new();
+        out.try_reserve(ids.len() * 4)
+            .map_err(|_| EncodeError::OutOfMemory(ids.len() * 4))?;
+        for &id in ids {
+            match self.decoder.get(id as usize) {
+                Some(Some(bytes)) => out.extend_from_slice(bytes),
+                _ => return Err(EncodeError::UnknownId(id)),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One more than the largest id of `vocab` and `specials`, if the ids are dense enough: one huge
+/// id would cost a huge table.
+fn max_id_of(
+    vocab: &[(TokenId, Vec<u8>)],
+    specials: &[(String, TokenId)],
+) -> Result<usize, EncodeError> {
+    let ids = vocab
+        .iter()
+        .map(|(id, _)| *id)
+        .chain(specials.iter().map(|(_, id)| *id));
+    let max_id = ids.map(|id| id as usize + 1).max().unwrap_or(0);
+    let n_ids = vocab.len() + specials.len();
+    // `cache::NONE` marks unused places in the encoder's cache: no token may have that id
+    if max_id > 4 * n_ids + (1 << 20) || max_id > cache::NONE as usize {
+        return Err(EncodeError::SparseIds {
+            n_ids,
+            max_id: max_id as u64 - 1,
+        });
+    }
+    Ok(max_id)
+}
+
+/// The bytes of every id (`max_id` places), and the id of every token's bytes (ordinary ids
+/// first).
+#[allow(clippy::type_complexity)]
+fn tables_of(
+    vocab: Vec<(TokenId, Vec<u8>)>,
+    specials: &[(String, TokenId)],
+    max_id: usize,
+) -> Result<(Vec<Option<Box<[u8]>>>, FastMap<Vec<u8>, TokenId>), EncodeError> {
+    let mut decoder: Vec<Option<Box<[u8]>>> = Vec::new();
+    decoder
+        .try_reserve_exact(max_id)
+        .map_err(|_| EncodeError::OutOfMemory(max_id))?;
+    decoder.resize(max_id, None);
+    let mut id_of: FastMap<Vec<u8>, TokenId> = FastMap::default();
+    // A special token's bytes may equal an ordinary token's (e.g. a one-byte special): the
+    // ordinary id then stands for those bytes in the merge tables, and the special id is
+    // matched as a special token only.
+    let special_ids: Vec<TokenId> = specials.iter().map(|(_, id)| *id).collect();
+    for (id, bytes) in vocab {
+        decoder[id as usize] = Some(bytes.clone().into_boxed_slice());
+        match id_of.get(&bytes) {
+            Some(&other) if other != id => {
+                match (special_ids.contains(&other), special_ids.contains(&id)) {
+                    (false, false) => return Err(EncodeError::DuplicateToken(other, id)),
+                    (true, false) => {
+                        id_of.insert(bytes, id);
+                    }
+                    _ => {}
+                }
+            }
+            _ => {
+                id_of.insert(bytes, id);
+            }
+        }
+    }
+    for (text, id) in specials {
+        decoder[*id as usize].get_or_insert_with(|| text.as_bytes().into());
+    }
+    Ok((decoder, id_of))
+}
+
+/// The merges (as byte pairs, in rank order) as ((left id, right id), merged id).
+fn merge_ids(
+    merges: Vec<(Vec<u8>, Vec<u8>)>,
+    id_of: &FastMap<Vec<u8>, TokenId>,
+) -> Result<Vec<(Pair, TokenId)>, EncodeError> {
+    let mut pairs = Vec::with_capacity(merges.len());
+    for (rank, (left, right)) in merges.into_iter().enumerate() {
+        let joined = [left.as_slice(), right.as_slice()].concat();
+        let find = |bytes: &Vec<u8>| {
+            id_of
+                .get(bytes)
+                .copied()
+                .ok_or_else(|| EncodeError::BadMerge {
+                    rank,
+                    left: left.clone(),
+                    right: right.clone(),
+                    missing: bytes.clone(),
+                })
+        };
+        pairs.push(((find(&left)?, find(&right)?), find(&joined)?));
+    }
+    Ok(pairs)
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::pretokenize::GPT2_PATTERN;
+
+    pub(crate) fn toy() -> Encoder {
+        let mut vocab: Vec<(TokenId, Vec<u8>)> =
+            (0..=255u8).map(|b| (b as TokenId, vec![b])).collect();
+        let merges = vec![
+            (b"a".to_vec(), b"a".to_vec()),
+            (b"aa".to_vec(), b"aa".to_vec()),
+        ];
+        vocab.push((256, b"aa".to_vec()));
+        vocab.push((257, b"aaaa".to_vec()));
+        Encoder::new(vocab, merges, vec![("<s>".into(), 258)], GPT2_PATTERN).unwrap()
+    }
+
+    #[test]
+    fn specials_and_decode() {
+        let enc = toy();
+        let ids = enc.encode("aaaaa<s>a", &None).unwrap();
+        assert_eq!(ids, [257, 97, 258, 97]);
+        let none = enc.special_set(Some(&[])).unwrap();
+        assert_eq!(enc.encode("a<s>", &none).unwrap(), [97, 60, 115, 62]);
+        assert_eq!(enc.decode_bytes(&ids).unwrap(), b"aaaaa<s>a");
+        assert!(matches!(
+            enc.decode_bytes(&[999]),
+            Err(EncodeError::UnknownId(999))
+        ));
+    }
+}

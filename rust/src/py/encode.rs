@@ -1,0 +1,368 @@
+//! Bindings of the encoder: the `Encoder` class (ids as lists or numpy arrays, one text or a
+//! batch, a stream's prefix, decoding) and corpus encoding of a block of bytes. Encoding is
+//! `encode`'s; what is left here is converting arguments and results, and the GIL.
+
+use std::sync::{Mutex, OnceLock};
+
+use numpy::PyArray1;
+use pyo3::exceptions::PyUnicodeDecodeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString};
+
+use super::errors::{encode_err, too_wide};
+use super::ffi;
+use super::progress::interruptible;
+use crate::encode::{self, BatchIds, BatchTexts, EncodeError, Encoder, RunPiece, SpecialSet};
+use crate::types::TokenId;
+
+/// A byte-level BPE encoder with all its tables built once (see `encode.rs`).
+#[pyclass(name = "Encoder", module = "bytepair._core", frozen)]
+pub struct PyEncoder {
+    inner: Encoder,
+    /// A Python int for every id, made on first use: a list of ids then costs a reference
+    /// count per id instead of an allocation (building ints was ~35% of `encode`'s time).
+    ints: OnceLock<Vec<Py<PyAny>>>,
+}
+
+#[pymethods]
+impl PyEncoder {
+    #[new]
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
+    fn py_new(
+        py: Python<'_>,
+        vocab: Vec<(TokenId, Vec<u8>)>,
+        merges: Vec<(Vec<u8>, Vec<u8>)>,
+        special_tokens: Vec<(String, TokenId)>,
+        pattern: &str,
+    ) -> PyResult<Self> {
+        let inner = py.detach(|| Encoder::new(vocab, merges, special_tokens, pattern));
+        Ok(PyEncoder {
+            inner: inner.map_err(encode_err)?,
+            ints: OnceLock::new(),
+        })
+    }
+
+    /// Ids of `text`; `allowed_special` None means all special tokens are matched.
+    #[pyo3(signature = (text, allowed_special=None))]
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed_special: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let set = self.set(allowed_special)?;
+        let ids = self.encode_vec(py, text, &set)?;
+        self.to_list(py, &ids)
+    }
+
+    /// The same ids as `encode`, as a numpy array (uint16 when `small`, else uint32).
+    #[pyo3(signature = (text, allowed_special=None, small=false))]
+    fn encode_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed_special: Option<Vec<String>>,
+        small: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let set = self.set(allowed_special)?;
+        if !small {
+            let ids = self.encode_vec(py, text, &set)?;
+            return Ok(array(py, ids).into_any());
+        }
+        if text.len() <= crate::encode::CHECK_EVERY {
+            // a document: its u32 ids narrowed straight into the array (~5% of a 13 KB
+            // document's time went to a uint16 vector and its copy into numpy)
+            let ids = self.encode_vec(py, text, &set)?;
+            if let Some(id) = encode::first_wide(&ids) {
+                return Err(too_wide(id));
+            }
+            return ffi::u16_array(py, &ids);
+        }
+        // uint16 straight from each piece's ids (`Encoder::encode_u16`)
+        let (narrow, too_large) =
+            interruptible(py, |check| self.inner.encode_u16(text, &set, check))?;
+        if let Some(id) = too_large {
+            return Err(too_wide(id));
+        }
+        Ok(array(py, narrow).into_any())
+    }
+
+    /// Ids of each text, on `num_threads` threads. The texts are borrowed, not copied (but see
+    /// `PyTexts`). Each run's lists are made by the worker that encoded it, with the GIL, while
+    /// the others encode on; those of texts cut into pieces, after the batch.
+    #[pyo3(signature = (texts, allowed_special=None, num_threads=1))]
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Py<PyString>>,
+        allowed_special: Option<Vec<String>>,
+        num_threads: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let finish = |ids: &[TokenId], pieces: &[RunPiece]| {
+            Python::attach(|py| {
+                let mut at = 0;
+                pieces
+                    .iter()
+                    .map(|&(_, n, whole)| {
+                        let part = &ids[at..at + n];
+                        at += n;
+                        match whole {
+                            true => self.to_list(py, part).map(|l| Some(l.unbind())),
+                            false => Ok(None),
+                        }
+                    })
+                    .collect::<PyResult<Vec<_>>>()
+            })
+        };
+        let mut all = self.batch(py, texts, allowed_special, num_threads, &finish)?;
+        let mut made: Vec<Option<Py<PyList>>> = (0..all.n_texts).map(|_| None).collect();
+        let mut pieces = all.pieces.iter();
+        for lists in std::mem::take(&mut all.finished) {
+            // a run's lists first: `zip` takes from its left side first, so the pieces of the
+            // next run stay
+            for (list, &(i, _)) in lists?.into_iter().zip(pieces.by_ref()) {
+                // None for each piece of a text that was cut: its list is made below
+                if list.is_some() {
+                    made[i] = list;
+                }
+            }
+        }
+        let lists = made
+            .into_iter()
+            .zip(all.texts())
+            .map(|(list, ids)| match list {
+                Some(list) => Ok(list.into_bound(py)),
+                None => self.to_list(py, &ids),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
+    }
+
+    /// The ids of every text in one flat array (uint16 when `small`, else uint32) and the
+    /// offsets where each text's ids start (uint64, one more than the texts: the end).
+    #[pyo3(signature = (texts, allowed_special=None, num_threads=1, small=false))]
+    fn encode_batch_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Py<PyString>>,
+        allowed_special: Option<Vec<String>>,
+        num_threads: usize,
+        small: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>)> {
+        let all = self.batch(py, texts, allowed_special, num_threads, &|_, _| ())?;
+        flatten(py, &self.inner, all, small, num_threads)
+    }
+
+    /// Encodes the longest prefix of `text` whose ids cannot change with more text (all of it if
+    /// `last`); returns the ids and the prefix length in characters (0 when more text is needed).
+    #[pyo3(signature = (text, allowed_special=None, last=false))]
+    fn encode_prefix<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed_special: Option<Vec<String>>,
+        last: bool,
+    ) -> PyResult<(Bound<'py, PyList>, usize)> {
+        let set = self.set(allowed_special)?;
+        let (ids, n_chars) = py
+            .detach(|| {
+                let (ids, n_bytes) = self.inner.encode_prefix(text, &set, last)?;
+                Ok((ids, text[..n_bytes].chars().count()))
+            })
+            .map_err(encode_err)?;
+        // the cached ints: a new int per id was a sixth of a stream's time
+        Ok((self.to_list(py, &ids)?, n_chars))
+    }
+
+    /// The bytes of `ids`, concatenated; an unknown id raises KeyError.
+    fn decode_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<TokenId>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py
+            .detach(|| self.inner.decode_bytes(&ids))
+            .map_err(encode_err)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+}
+
+/// `v` as a numpy array: a copy into numpy's own memory when short, else `v`'s memory
+/// itself. Why: an array over a Rust vector keeps a holder object that Python's cyclic garbage
+/// collector tracks, and a per-document loop keeping its arrays then ran a collection every
+/// ~700 calls (6% of its time, perf); copying a long one would cost more than that.
+fn array<T: numpy::Element>(py: Python<'_>, v: Vec<T>) -> Bound<'_, PyArray1<T>> {
+    match v.len() {
+        0..=65536 => PyArray1::from_slice(py, &v),
+        _ => PyArray1::from_vec(py, v),
+    }
+}
+
+impl PyEncoder {
+    /// Encodes a batch with the GIL released, stopping on Ctrl-C between groups of texts;
+    /// `finish` as in `Encoder::encode_batch_with`.
+    fn batch<T: Send>(
+        &self,
+        py: Python<'_>,
+        texts: Vec<Py<PyString>>,
+        allowed_special: Option<Vec<String>>,
+        num_threads: usize,
+        finish: &(dyn Fn(&[TokenId], &[RunPiece]) -> T + Sync),
+    ) -> PyResult<BatchIds<T>> {
+        let set = self.set(allowed_special)?;
+        let texts = PyTexts::new(py, texts)?;
+        let result = interruptible(py, |check| {
+            self.inner
+                .encode_batch_with(&texts, &set, num_threads, check, finish)
+        });
+        match texts.error.into_inner() {
+            Ok(Some(e)) => Err(e),
+            _ => result,
+        }
+    }
+
+    /// `ids` as a Python list of ints, from the cached ints.
+    fn to_list<'py>(&self, py: Python<'py>, ids: &[TokenId]) -> PyResult<Bound<'py, PyList>> {
+        let ints = self.ints.get_or_init(|| {
+            (0..self.inner.n_ids() as u64)
+                .map(|i| {
+                    i.into_pyobject(py)
+                        .map_or_else(|e| match e {}, |o| o.unbind().into_any())
+                })
+                .collect()
+        });
+        ffi::list_of(py, ids, |&id| match ints.get(id as usize) {
+            Some(int) => Ok(int.clone_ref(py).into_bound(py)),
+            None => Ok(id.into_pyobject(py)?.into_any()),
+        })
+    }
+
+    /// Encodes with the GIL released, stopping on Ctrl-C (checked every `CHECK_EVERY` bytes).
+    fn encode_vec(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        set: &Option<SpecialSet>,
+    ) -> PyResult<Vec<TokenId>> {
+        interruptible(py, |check| self.inner.encode_checked(text, set, check))
+    }
+
+    fn set(&self, allowed: Option<Vec<String>>) -> PyResult<Option<SpecialSet>> {
+        self.inner
+            .special_set(allowed.as_deref())
+            .map_err(encode_err)
+    }
+}
+
+/// The strings of a batch, each one's UTF-8 got by the worker thread that encodes it, under
+/// the GIL (`BatchTexts`): CPython makes (and keeps in the string) a UTF-8 copy of a non-ASCII
+/// string, and made up front for the whole batch on the calling thread, those copies left the
+/// other cores idle. Holds a reference to each string: what `get` returns lives as long.
+struct PyTexts {
+    strings: Vec<Py<PyString>>,
+    /// Each string's length in characters.
+    sizes: Vec<usize>,
+    /// Why a string had no UTF-8 (a lone surrogate: UnicodeEncodeError), for the caller.
+    error: Mutex<Option<PyErr>>,
+}
+
+impl PyTexts {
+    fn new(py: Python<'_>, strings: Vec<Py<PyString>>) -> PyResult<Self> {
+        let sizes = strings
+            .iter()
+            .map(|s| s.bind(py).len())
+            .collect::<PyResult<_>>()?;
+        Ok(PyTexts {
+            strings,
+            sizes,
+            error: Mutex::new(None),
+        })
+    }
+}
+
+impl BatchTexts for PyTexts {
+    fn count(&self) -> usize {
+        self.strings.len()
+    }
+
+    fn size(&self, i: usize) -> usize {
+        self.sizes[i]
+    }
+
+    fn get(&self, range: std::ops::Range<usize>) -> Result<Vec<&str>, EncodeError> {
+        Python::attach(|py| {
+            self.strings[range]
+                .iter()
+                .map(|s| {
+                    // alive as long as `self`, which holds the string
+                    ffi::utf8_of(py, s).map_err(|e| {
+                        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        EncodeError::Unreadable
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
+/// Corpus encoding of one block of bytes that continues a stream from a safe cut: cuts it into
+/// pieces of about `piece_bytes` where `Encoder::pieces` allows (so the ids never depend on
+/// where pieces fall, nor on the block size), encodes them on `num_threads` threads, and returns
+/// (the ids of every piece in one array, uint16 when `small`; the offsets where each piece's
+/// ids start, and the end; the bytes consumed). Unless `last`, the bytes after the last safe cut
+/// (an unfinished character included) are not consumed: they go in front of the next block.
+/// Invalid UTF-8 raises UnicodeDecodeError (the caller decides: fail, or replace and retry).
+#[pyfunction]
+#[pyo3(signature = (encoder, data, *, last, piece_bytes, num_threads, small))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn encode_block<'py>(
+    py: Python<'py>,
+    encoder: &PyEncoder,
+    data: &[u8],
+    last: bool,
+    piece_bytes: usize,
+    num_threads: usize,
+    small: bool,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>, usize)> {
+    let set = encoder.set(None)?;
+    let (pieces, consumed) = py
+        .detach(|| encoder.inner.block_pieces(data, &set, piece_bytes, last))
+        .map_err(|e| PyUnicodeDecodeError::new_err_from_utf8(py, data, e))?;
+    let all = interruptible(py, |check| {
+        encoder
+            .inner
+            .encode_batch(pieces.as_slice(), &set, num_threads, check)
+    })?;
+    let (ids, offsets) = flatten(py, &encoder.inner, all, small, num_threads)?;
+    Ok((ids, offsets, consumed))
+}
+
+/// The ids of every text in one numpy array (uint16 when `small`: an error if one does not
+/// fit) and the offsets where each text's ids start, and the end. Copied (and narrowed) on
+/// `num_threads` threads, each run into its own part of the array: on one thread, this copy
+/// and the narrowing after it were a sixth of a 2-thread batch's time, the cores half idle.
+#[allow(clippy::type_complexity)]
+fn flatten<'py>(
+    py: Python<'py>,
+    encoder: &Encoder,
+    all: BatchIds,
+    small: bool,
+    num_threads: usize,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>)> {
+    let (offsets, total) = encode::text_offsets(&all);
+    let offsets = array(py, offsets);
+    let runs = &all.runs;
+    if !small {
+        let flat = py
+            .detach(|| encode::fill(encoder, runs, total, num_threads, |id| id))
+            .map_err(encode_err)?;
+        return Ok((array(py, flat.0).into_any(), offsets));
+    }
+    let (flat, all_bits) = py
+        .detach(|| encode::fill(encoder, runs, total, num_threads, |id| id as u16))
+        .map_err(encode_err)?;
+    if let Some(wide) = encode::first_wide_in(runs, all_bits) {
+        return Err(too_wide(wide));
+    }
+    Ok((array(py, flat).into_any(), offsets))
+}

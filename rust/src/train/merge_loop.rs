@@ -1,0 +1,378 @@
+//! The merge loop (docs/spec.md §1.5): the best pair from the heap, its new token, the merge in
+//! every word that holds it, and the pair counts moved (`State`). Laying out the words, merging
+//! one word, splitting a merge over threads and keeping them awake are other modules' (`words.rs`,
+//! `deltas.rs`, `runs.rs`, `pool.rs`); the entry points are `train.rs`'s.
+
+use super::arena::Token;
+use super::deltas::{Delta, Half};
+use super::floor::{Floor, Guess};
+use super::heap::PairHeap;
+use super::pairs::{PairInfo, Pairs, WordList};
+use super::runs::merge_all;
+use super::words::Words;
+use super::{TrainError, TrainResult};
+use crate::count::WordCounts;
+use crate::types::{Pair, TokenId};
+
+/// Fills `lists` with the words of every tracked new pair of one half (`half` and the other
+/// threads' words of that half, in word order), each list allocated at its size (growing then
+/// shrinking them was a tenth of applying).
+fn gather_lists(
+    half: &mut Half,
+    others: Vec<&mut Vec<(TokenId, u32)>>,
+    floor: &Floor,
+    lists: &mut [WordList],
+) {
+    let Half { slots, ids, words } = half;
+    for &x in ids.iter() {
+        let s = &mut slots[x as usize];
+        let size = std::mem::take(&mut s.listed) as usize;
+        if floor.keeps(s.sum) {
+            lists[x as usize].reserve_exact(size);
+        }
+    }
+    for ws in std::iter::once(words).chain(others) {
+        for (x, w) in ws.drain(..) {
+            if floor.keeps(slots[x as usize].sum) {
+                lists[x as usize].push(w);
+            }
+        }
+    }
+}
+
+/// The loop's state besides the words.
+struct State {
+    pairs: Pairs,
+    heap: PairHeap,
+    floor: Floor,
+    /// By neighbour id, the words of a new pair being gathered from the threads' deltas: left
+    /// neighbours' new pairs, right neighbours'.
+    lists: [Vec<WordList>; 2],
+}
+
+impl State {
+    /// Tracks the pairs of `pairs` counted `floor` times or more (and bounds the others'
+    /// counts), with a heap of them.
+    fn new(mut pairs: Pairs, mut floor: Floor, vocab: &[Vec<u8>]) -> Self {
+        pairs.retain(|_, info| floor.tracks(info.count));
+        let entries = pairs.iter().map(|(&p, info)| (info.count, p)).collect();
+        State {
+            pairs,
+            heap: PairHeap::from_vec(entries, vocab),
+            floor,
+            lists: Default::default(),
+        }
+    }
+
+    /// Counts every pair again from the words, when the best tracked pair (`best` times) may
+    /// not be the best: from now on pairs below a quarter of it are left untracked.
+    fn recount<T: Token>(
+        self,
+        words: &Words<T>,
+        best: u64,
+        pool: &rayon::ThreadPool,
+        vocab: &[Vec<u8>],
+    ) -> Result<Self, TrainError> {
+        let State {
+            pairs,
+            heap,
+            mut floor,
+            lists,
+        } = self;
+        drop((pairs, heap));
+        floor.recount(best);
+        let mut state = State::new(words.pairs(pool)?, floor, vocab);
+        state.lists = lists;
+        Ok(state)
+    }
+
+    /// Makes room in the buffers indexed by token id (the threads' `deltas`, the lists being
+    /// gathered) for ids below `n_tokens`.
+    fn make_room(&mut self, deltas: &mut [Delta], n_tokens: usize) {
+        for d in deltas {
+            d.left.grow(n_tokens);
+            d.right.grow(n_tokens);
+        }
+        for lists in &mut self.lists {
+            if lists.len() < n_tokens {
+                lists.resize_with(n_tokens.next_power_of_two(), WordList::new);
+            }
+        }
+    }
+
+    /// Takes `moved` away from the pair `p`, if tracked; a pair left at 0 is dropped.
+    fn take_from(&mut self, p: Pair, moved: u64) {
+        let Some(info) = self.pairs.get_mut(&p) else {
+            debug_assert!(moved <= self.floor.untracked, "bug: {p:?} was never made");
+            return;
+        };
+        info.count = info
+            .count
+            .checked_sub(moved)
+            .expect("bug: more count moved from a pair than it had");
+        if info.count == 0 {
+            self.pairs.remove(&p);
+        }
+    }
+
+    /// Adds the new pair `p` with `count` and its words, and its heap entry, if it is tracked.
+    fn add_new(&mut self, p: Pair, count: u64, words: WordList, vocab: &[Vec<u8>]) {
+        if !self.floor.tracks(count) {
+            return;
+        }
+        self.heap.push((count, p), vocab);
+        self.pairs.insert(p, PairInfo { count, words });
+    }
+
+    /// Applies what the merge of `(a, b)` into `new` moved (the threads' deltas, in word order)
+    /// and leaves the deltas empty. The two halves' word lists are gathered on two threads
+    /// when the merge was split (they were 55% of this serial step: large corpus, 10K).
+    fn apply(
+        &mut self,
+        (a, b): Pair,
+        new: TokenId,
+        deltas: &mut [Delta],
+        vocab: &[Vec<u8>],
+        pool: &rayon::ThreadPool,
+    ) {
+        let (all, rest) = deltas.split_first_mut().expect("bug: no delta");
+        for d in rest.iter_mut() {
+            all.left.absorb(&mut d.left);
+            all.right.absorb(&mut d.right);
+            all.run += std::mem::take(&mut d.run);
+        }
+        let split = !rest.is_empty();
+        let (lefts, rights): (Vec<_>, Vec<_>) = rest
+            .iter_mut()
+            .map(|d| (&mut d.left.words, &mut d.right.words))
+            .unzip();
+        let [left_lists, right_lists] = &mut self.lists;
+        let floor = &self.floor;
+        let left = || gather_lists(&mut all.left, lefts, floor, left_lists);
+        let right = || gather_lists(&mut all.right, rights, floor, right_lists);
+        if split {
+            pool.join(left, right);
+        } else {
+            left();
+            right();
+        }
+        for (left, lists) in [(true, 0), (false, 1)] {
+            let Half { slots, ids, .. } = all.half(left);
+            for x in ids.drain(..) {
+                let moved = std::mem::take(&mut slots[x as usize]).sum;
+                let words = std::mem::take(&mut self.lists[lists][x as usize]);
+                let (from, to) = if left {
+                    ((x, a), (x, new))
+                } else {
+                    ((b, x), (new, x))
+                };
+                if from != (a, b) {
+                    self.take_from(from, moved);
+                }
+                self.add_new(to, moved, words, vocab);
+            }
+        }
+        let run = std::mem::take(&mut all.run);
+        if run > 0 {
+            self.apply_run((a, b), new, run, deltas, vocab);
+        }
+    }
+
+    /// Moves `run`, the count between two merged occurrences of `(a, b)`, from (b, a) to
+    /// (new, new), with the words the threads' deltas listed for it.
+    fn apply_run(
+        &mut self,
+        (a, b): Pair,
+        new: TokenId,
+        run: u64,
+        deltas: &mut [Delta],
+        vocab: &[Vec<u8>],
+    ) {
+        if (b, a) != (a, b) {
+            self.take_from((b, a), run);
+        }
+        let words = deltas.iter_mut().flat_map(|d| d.run_words.drain(..));
+        let words = if self.floor.keeps(run) {
+            words.collect()
+        } else {
+            words.for_each(drop);
+            WordList::new()
+        };
+        self.add_new((new, new), run, words, vocab);
+    }
+}
+
+/// The bytes of the 256 byte tokens and of the tokens of `start` (merges of an earlier run),
+/// each of which may join only tokens made before it.
+fn start_vocab(start: &[Pair]) -> Result<Vec<Vec<u8>>, TrainError> {
+    let mut vocab: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for (index, &pair) in start.iter().enumerate() {
+        let limit = vocab.len() as TokenId;
+        if pair.0 >= limit || pair.1 >= limit {
+            return Err(TrainError::BadStartMerge { index, pair, limit });
+        }
+        vocab.push(
+            [
+                vocab[pair.0 as usize].as_slice(),
+                vocab[pair.1 as usize].as_slice(),
+            ]
+            .concat(),
+        );
+    }
+    Ok(vocab)
+}
+
+/// `train_from` on the pool's thread, with tokens stored as `T` (which holds every id made).
+pub(super) fn merge_loop<T: Token>(
+    counts: WordCounts,
+    start: &[Pair],
+    num_merges: usize,
+    pool: &rayon::ThreadPool,
+    guess: Guess,
+    progress: &mut (dyn FnMut(usize) -> bool + Send),
+) -> Result<TrainResult, TrainError> {
+    let mut vocab = start_vocab(start)?;
+    // Stopped before the loop (each step takes up to ~0.5 s on the large corpus): no new merge.
+    let stopped = |vocab| TrainResult {
+        merges: start.to_vec(),
+        vocab,
+    };
+    // Before the loop: the words laid out (the merges of `start` applied), then their pairs.
+    let mut words = Words::<T>::new(counts, pool)?;
+    crate::mem::give_back_freed_memory(); // the count table's, before the first index is allocated
+    words.apply_merges(start);
+    if !progress(start.len()) {
+        return Ok(stopped(vocab));
+    }
+    let pairs = words.pairs(pool)?;
+    crate::mem::give_back_freed_memory();
+    if !progress(start.len()) {
+        return Ok(stopped(vocab));
+    }
+    let mut state = State::new(
+        pairs,
+        Floor::new(num_merges.saturating_sub(start.len()), guess),
+        &vocab,
+    );
+    // Only a capacity hint, bounded by the pairs there are now: `num_merges` is not trusted (a
+    // huge one would be a huge allocation); the vector grows past the hint if it must.
+    let mut merges = Vec::with_capacity(num_merges.min(state.heap.data.len() + start.len() + 1024));
+    merges.extend_from_slice(start);
+    // One set of buffers per thread, reused by every merge (allocation was 10% of merge time).
+    let mut deltas: Vec<Delta> = (0..pool.current_num_threads())
+        .map(|_| Delta::default())
+        .collect();
+
+    while merges.len() < num_merges {
+        // 1. The best pair: pop until an entry's count is current.
+        let Some((stored, pair)) = state.heap.pop(&vocab) else {
+            if state.floor.untracked > 0 {
+                state = state.recount(&words, 0, pool, &vocab)?;
+                continue;
+            }
+            break;
+        };
+        let current = state.pairs.get(&pair).map_or(0, |info| info.count);
+        if current != stored {
+            if current > 0 {
+                state.heap.push((current, pair), &vocab);
+            }
+            continue;
+        }
+        if stored <= state.floor.untracked {
+            // An untracked pair may count as much: count them all again.
+            state = state.recount(&words, stored, pool, &vocab)?;
+            continue;
+        }
+        state.floor.merged(stored);
+        // 2. The new token.
+        let new = vocab.len() as TokenId;
+        let bytes = [
+            vocab[pair.0 as usize].as_slice(),
+            vocab[pair.1 as usize].as_slice(),
+        ]
+        .concat();
+        vocab.push(bytes);
+        merges.push(pair);
+        // 3. Merge it in every word it occurs in, then move the counts.
+        let info = state
+            .pairs
+            .remove(&pair)
+            .expect("bug: the best pair is not in the table");
+        state.make_room(&mut deltas, vocab.len());
+        let n_jobs = merge_all(
+            &mut words.arena,
+            &info.words,
+            (pair, new),
+            pool,
+            &mut deltas,
+        );
+        state.apply(pair, new, &mut deltas[..n_jobs], &vocab, pool);
+        if !progress(merges.len()) {
+            break;
+        }
+    }
+    progress(merges.len());
+    Ok(TrainResult { merges, vocab })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::floor::guess_floor;
+
+    #[test]
+    fn untracked_pairs_and_recounts_give_the_same_merges() {
+        // Words of a small alphabet with skewed counts, so that merges make many new pairs.
+        let mut next = crate::testing::numbers(12345);
+        let words: Vec<(Vec<u8>, u64)> = (0..4000)
+            .map(|_| {
+                let len = 2 + next(12) as usize;
+                let word = (0..len).map(|_| b"abcdeeefgh"[next(10) as usize]).collect();
+                (word, 1 + next(50) * next(50))
+            })
+            .collect();
+        let run_as = |wide: bool, guess: Guess, threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut wc = WordCounts::default();
+            for (w, n) in &words {
+                wc.add(w, *n).unwrap();
+            }
+            pool.install(|| match wide {
+                false => merge_loop::<u16>(wc, &[], 2000, &pool, guess, &mut |_| true),
+                true => merge_loop::<u32>(wc, &[], 2000, &pool, guess, &mut |_| true),
+            })
+            .unwrap()
+        };
+        let run = |guess: Guess, threads: usize| run_as(false, guess, threads);
+        let all = run(|_, _, _| None, 1);
+        assert!(all.merges.len() > 1000);
+        // Tokens stored as u32 (vocabularies past 65,536) give the same merges.
+        for threads in [1, 3] {
+            let wide = run_as(true, guess_floor, threads);
+            assert_eq!(wide.merges, all.merges);
+            assert_eq!(wide.vocab, all.vocab);
+        }
+        // Every new pair below the last merge's count goes untracked: recounts all the way.
+        static RECOUNTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        for threads in [1, 3] {
+            RECOUNTS.store(0, std::sync::atomic::Ordering::Relaxed);
+            let few = run(
+                |history, _, recounts| {
+                    RECOUNTS.fetch_max(recounts, std::sync::atomic::Ordering::Relaxed);
+                    history.last().copied()
+                },
+                threads,
+            );
+            assert_eq!(few.merges, all.merges);
+            assert_eq!(few.vocab, all.vocab);
+            assert!(RECOUNTS.load(std::sync::atomic::Ordering::Relaxed) > 10);
+        }
+        // The guess of the real loop, at a target it reaches.
+        let guessed = run(guess_floor, 1);
+        assert_eq!(guessed.merges, all.merges);
+    }
+}

@@ -1,0 +1,92 @@
+"""The special-token policy of encoding (tiktoken's `allowed_special`/`disallowed_special`):
+which special tokens a call matches, which it refuses, and the error when text holds a refused
+one. Pure functions over the tokens' strings; the `Tokenizer` (`encoding.py`) applies them and
+the Rust encoder does the matching.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Collection, Iterable
+from typing import Literal
+
+AllowedSpecial = Literal["all"] | Collection[str]
+
+#: `quick_policy`'s answer when the general `policy` and `refuse` must run.
+SLOW = object()
+#: The special tokens to match when none are.
+NO_SPECIALS: list[str] = []
+_EMPTY = frozenset()
+
+
+def quick_policy(text, allowed_special, disallowed_special):
+    """The special tokens to match for the two common calls on a str (all, or none with
+    nothing disallowed), else `SLOW`: per-document encoding calls this millions of times, and
+    the general `policy` + `refuse` were half of a short text's time."""
+    if type(text) is str and type(disallowed_special) is tuple and not disallowed_special:
+        if allowed_special == "all":
+            return None
+        if type(allowed_special) in (set, frozenset) and allowed_special == _EMPTY:
+            return NO_SPECIALS
+    return SLOW
+
+
+def policy(
+    known: Collection[str], allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial
+) -> tuple[list[str] | None, frozenset[str]]:
+    """(special tokens to match, None meaning all; special tokens that must not occur), for a
+    tokenizer whose special tokens are `known`.
+
+    >>> policy({"<a>", "<b>"}, {"<a>"}, "all")
+    (['<a>'], frozenset({'<b>'}))
+    """
+    if (
+        allowed_special == "all"
+        and isinstance(disallowed_special, tuple)
+        and not (disallowed_special)
+    ):
+        return None, frozenset()  # the defaults, without building sets on every call
+    known = set(known)
+    for name, value in (
+        ("allowed_special", allowed_special),
+        ("disallowed_special", disallowed_special),
+    ):
+        if isinstance(value, str) and value != "all":
+            raise TypeError(
+                f"{name} must be 'all' or a set of strings, got the string "
+                f"{value!r}; write {{{value!r}}}"
+            )
+        if not isinstance(value, (str, Iterable)):
+            raise TypeError(f"{name} must be 'all' or a set of strings, got {value!r}")
+    allowed = known if allowed_special == "all" else set(allowed_special)
+    unknown = allowed - known
+    if unknown:
+        raise ValueError(
+            f"allowed_special names {sorted(unknown)!r}, which are not special tokens of this "
+            f"tokenizer ({sorted(known)!r})"
+        )
+    disallowed = known - allowed if disallowed_special == "all" else set(disallowed_special)
+    return (None if allowed == known else sorted(allowed)), frozenset(disallowed)
+
+
+def refuse(text: str, disallowed: frozenset[str]) -> None:
+    """Raises ValueError (tiktoken's message) if `text` holds a disallowed special token."""
+    if not disallowed:
+        return
+    match = _special_regex(disallowed).search(text)
+    if match:
+        token = match.group()
+        raise ValueError(
+            f"Encountered text corresponding to disallowed special token {token!r}.\n"
+            f"If you want this text to be encoded as a special token, pass it to "
+            f"`allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+            f"If you want this text to be encoded as normal text, disable the check for this "
+            f"token by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+            f"To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _special_regex(tokens: frozenset[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))

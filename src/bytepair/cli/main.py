@@ -1,0 +1,331 @@
+"""The `bytepair` command: a thin argparse layer over the public API. Every error becomes one
+clear line on stderr and exit status 2 (130 for Ctrl-C, as shells report SIGINT), with no
+traceback and no partial output file (every write is atomic). Here: the entry point and
+train/encode/decode/sample-corpus; `count` and `--from-counts` are `shards.py`'s, `inspect` and
+`show` `view.py`'s, shared options `options.py`'s. Each command imports its stage when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+from .. import UNICODE_VERSION, __version__
+from .options import common_options, pattern_option, ray_option, special_option
+from .shards import add_count_parser, count_command, train_on_counts
+from .view import add_view_parsers, inspect_command, show_command
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bytepair", description="Byte-level BPE tokenizers.")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"bytepair {__version__} (Unicode {UNICODE_VERSION})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_train_parser(sub)
+    _add_encode_parser(sub)
+    add_count_parser(sub)
+    _add_decode_parser(sub)
+    add_view_parsers(sub)
+    sample = sub.add_parser(
+        "sample-corpus",
+        help="write a sample corpus (the Python standard "
+        "library's docstrings, documents separated by <|endoftext|>)",
+    )
+    sample.add_argument("output", type=Path)
+    return parser
+
+
+def _add_train_parser(sub) -> None:
+    train = sub.add_parser("train", help="train a tokenizer on text files")
+    train.add_argument("inputs", nargs="*", type=Path, help="UTF-8 text files")
+    train.add_argument(
+        "--vocab-size",
+        type=int,
+        required=True,
+        help="total vocabulary: 256 bytes + merges + special tokens",
+    )
+    special_option(train)
+    train.add_argument(
+        "--from-counts",
+        nargs="+",
+        default=None,
+        metavar="BPC",
+        help="train on the .bpc files of `bytepair count` (files, globs, folders: every shard "
+        "of one plan) instead of text",
+    )
+    ray_option(train, "count on a Ray cluster")
+    train.add_argument(
+        "--shards", type=int, default=None, help="with --ray: shards to count (default: 4 per CPU)"
+    )
+    train.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="output folder: vocab.json, merges.txt, tokenizer.json, tokenizer.tiktoken "
+        "(+ .json sidecar), bytepair.model",
+    )
+    pattern_option(train, "gpt2, or the pattern of --continue-from or --from-counts")
+    train.add_argument(
+        "--save-at",
+        type=_sizes,
+        default=[],
+        metavar="N,N,...",
+        help="also write the tokenizers of these smaller vocabulary sizes, from the same run, "
+        "into OUTPUT/N/ (each equal to a separate run at that size)",
+    )
+    train.add_argument(
+        "--continue-from",
+        type=Path,
+        default=None,
+        metavar="TOKENIZER",
+        help="a saved tokenizer (folder or file) whose ids and merges are kept; training "
+        "goes on from them to --vocab-size",
+    )
+    train.add_argument(
+        "--formats",
+        type=lambda text: text.split(","),
+        default=None,
+        metavar="F,F,...",
+        help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
+    )
+    common_options(train)
+
+
+def _add_encode_parser(sub) -> None:
+    encode = sub.add_parser(
+        "encode", help="encode text files, .jsonl or .parquet into one token file"
+    )
+    encode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
+    encode.add_argument(
+        "inputs", nargs="+", help="files, globs or folders: text, .jsonl, .parquet (.gz, .zst)"
+    )
+    encode.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="token file (NAME.bin, NAME.npy); with --ray a folder: one file per input",
+    )
+    ray_option(encode, "encode on a Ray cluster, one task per input file")
+    encode.add_argument(
+        "--concat",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="with --ray: also join the shards, in input order, into this one token file",
+    )
+    encode.add_argument(
+        "--format",
+        choices=["bin", "npy", "megatron"],
+        default=None,
+        help="flat ids (default; npy for a .npy name) or Megatron's .bin + .idx",
+    )
+    encode.add_argument("--dtype", default=None, help="uint16, uint32 (int32 for megatron)")
+    encode.add_argument("--jsonl-field", default="text", help="the text field of .jsonl records")
+    encode.add_argument("--column", default="text", help="the text column of .parquet files")
+    encode.add_argument(
+        "--append-eot", action="store_true", help="add the end-of-text id after each record/file"
+    )
+    encode.add_argument("--eot", default="<|endoftext|>", help="the end-of-text special token")
+    encode.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    encode.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
+    common_options(encode)
+
+
+def _add_decode_parser(sub) -> None:
+    decode = sub.add_parser("decode", help="print the start of a token file as text")
+    decode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
+    decode.add_argument("tokens", type=Path, help="a token file written by `bytepair encode`")
+    decode.add_argument("--head", type=int, default=200, help="how many tokens (default 200)")
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected vocabulary sizes separated by commas, e.g. 8000,16000; got {text!r}"
+        ) from None
+
+
+def _train(args: argparse.Namespace) -> None:
+    from ..formats import check_formats
+    from ..resume import shrink
+
+    check_formats(args.formats)  # before training, not after
+    bad = [n for n in args.save_at if n >= args.vocab_size]
+    if bad:
+        raise ValueError(f"--save-at sizes must be below --vocab-size {args.vocab_size}: {bad}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tok, report = _run_training(args)
+        # Cut before writing anything: a size that cannot be cut fails with no output.
+        smaller = {n: shrink(tok, min(n, len(tok.vocab))) for n in args.save_at}
+    written = [tok.save(args.output, formats=args.formats)]
+    for n, small in smaller.items():
+        written.append(small.save(args.output / str(n), formats=args.formats))
+    for w in caught:
+        print(f"bytepair: warning: {w.message}", file=sys.stderr)
+    if report.n_replaced and args.quiet:  # else the summary says it
+        _warn_replaced(report.n_replaced)
+    if report.uncut_note() and args.quiet:
+        print(f"bytepair: warning: {report.uncut_note()}", file=sys.stderr)
+    if not args.quiet:
+        print(report.summary(), file=sys.stderr)
+        for paths in written:
+            names = ", ".join(p.name for p in paths)
+            print(f"wrote {paths[0].parent}/: {names}", file=sys.stderr)
+
+
+def _warn_replaced(n_replaced: int) -> None:
+    """With --quiet, the one line of the summary that still matters."""
+    print(
+        f"bytepair: warning: replaced {n_replaced:,} invalid UTF-8 sequences with U+FFFD "
+        f"(use --errors strict to refuse invalid input)",
+        file=sys.stderr,
+    )
+
+
+def _run_training(args: argparse.Namespace):
+    """(tokenizer, report) from text files, locally or on Ray, or from `.bpc` files."""
+    from ..train import train_with_report
+
+    if args.from_counts is not None and args.inputs:
+        raise ValueError("give either text files or --from-counts, not both")
+    if args.from_counts is None and not args.inputs:
+        raise ValueError("no input files given (or train on counts: --from-counts 'counts/*.bpc')")
+    if args.from_counts is not None:
+        return train_on_counts(args)
+    if args.shards is not None and args.ray is None:
+        raise ValueError("--shards splits the counting over a Ray cluster: it needs --ray")
+    common = {
+        "pattern": args.pattern,
+        "errors": args.errors,
+        "progress": False if args.quiet else None,
+        "continue_from": args.continue_from,
+    }
+    if args.ray is not None:
+        from ..distributed.ray_train import train_on_ray
+
+        return train_on_ray(
+            args.inputs,
+            args.vocab_size,
+            args.special_tokens,
+            address=args.ray,
+            n_shards=args.shards,
+            num_threads=args.threads or 1,
+            **common,
+        )
+    return train_with_report(
+        args.inputs, args.vocab_size, args.special_tokens, num_threads=args.threads, **common
+    )
+
+
+def _encode(args: argparse.Namespace) -> None:
+    from ..corpus.encode import DEFAULT_BLOCK_SIZE, encode_files
+    from ..encoding import load
+
+    tok = load(args.model)
+    options = {
+        "format": args.format,
+        "dtype": args.dtype,
+        "jsonl_field": args.jsonl_field,
+        "column": args.column,
+        "append_eot": args.append_eot,
+        "eot": args.eot,
+        "errors": args.errors,
+        "progress": False if args.quiet else None,
+    }
+    if args.ray is not None:
+        _encode_on_ray(args, tok, options)
+        return
+    if args.concat is not None:
+        raise ValueError("--concat joins the shards of --ray; without --ray the output is one file")
+    try:
+        report = encode_files(
+            tok,
+            args.inputs,
+            args.output,
+            num_threads=args.threads,
+            resume=args.resume,
+            block_size=args.block_size or DEFAULT_BLOCK_SIZE,
+            **options,
+        )
+    except KeyboardInterrupt:
+        print("bytepair: rerun with --resume to continue where it stopped", file=sys.stderr)
+        raise
+    _encode_summary(args, report)
+
+
+def _encode_summary(args: argparse.Namespace, report) -> None:
+    """The summary of a local or Ray encode; with --quiet only the invalid UTF-8 warning."""
+    if not args.quiet:
+        print(report.summary(), file=sys.stderr)
+        print(f"wrote {', '.join(report.outputs)}", file=sys.stderr)
+    elif report.n_replaced:
+        _warn_replaced(report.n_replaced)
+
+
+def _encode_on_ray(args: argparse.Namespace, tok, options: dict) -> None:
+    from ..distributed.ray_encode import encode_on_ray
+
+    threads = args.threads or 1
+    report = encode_on_ray(
+        tok,
+        args.inputs,
+        args.output,
+        address=args.ray,
+        concat=args.concat,
+        num_threads=threads,
+        **options,
+    )
+    _encode_summary(args, report)
+
+
+def _decode(args: argparse.Namespace) -> None:
+    from ..corpus.tokens import load_tokens
+    from ..encoding import load
+
+    if args.head < 0:
+        raise ValueError(f"--head must be 0 or more, got {args.head}")
+    tok = load(args.model)
+    ids = load_tokens(args.tokens)[: args.head]
+    sys.stdout.write(tok.decode(ids))
+    sys.stdout.write("\n")
+
+
+def _sample(args: argparse.Namespace) -> None:
+    from ..sample import write_sample_corpus
+
+    n_docs, n_bytes = write_sample_corpus(args.output)
+    print(f"wrote {n_docs:,} documents ({n_bytes:,} bytes) to {args.output}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        commands = {
+            "train": _train,
+            "encode": _encode,
+            "count": count_command,
+            "decode": _decode,
+            "inspect": inspect_command,
+            "show": show_command,
+            "sample-corpus": _sample,
+        }
+        commands[args.command](args)
+    except KeyboardInterrupt:
+        print("bytepair: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, ValueError, TypeError, KeyError, MemoryError, ImportError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"bytepair: error: {message}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,321 @@
+"""The inputs of corpus encoding: files, globs and folders of plain text, `.jsonl` (a record a
+line) and `.parquet` (a record a row), plain, `.gz` or `.zst`, read in blocks (`streams.py`),
+handed to the encoder given (plain text up to its last safe cut, records whole) and turned into
+`Unit`s: ids, document ends, resume points. Errors name the file and line or byte offset.
+Document boundaries and writing are `encode.py`'s; a new kind is a reader in `read_source`.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .streams import (
+    InputError,
+    Stream,
+    decode,
+    in_background,
+    os_error,
+    require,
+)
+
+#: Input bytes read at a time; pieces are about a 64th of it (many pieces per block keep every
+#: thread busy to the end of the block even when another process takes a core for a while).
+DEFAULT_BLOCK_SIZE = 1 << 20
+#: A resume point holds the bytes after the last cut; past this size, no resume point is made.
+_MAX_CARRY = 1 << 20
+_COMPRESSION = {".gz": "gz", ".zst": "zst"}
+_RECORD_KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file: how to read it, and what identifies it for `--resume`."""
+
+    path: Path
+    kind: str  # "text", "jsonl" or "parquet"
+    compression: str | None
+    size: int
+    mtime_ns: int
+
+    def key(self) -> list:
+        return [str(self.path), self.kind, self.compression, self.size, self.mtime_ns]
+
+
+@dataclass
+class Unit:
+    """Encoded ids of a stretch of input, in order, and where documents end among them."""
+
+    ids: object  # numpy array of ids
+    doc_ends: object  # positions in `ids` where a record or a file ends (a document)
+    plain: bool  # plain text: special tokens also end documents
+    n_bytes: int  # input bytes (decompressed) these ids came from
+    disk_done: int  # bytes of the input's file read so far, for progress
+    state: dict | None  # where to resume after this unit, or None
+    n_replaced: int = 0
+    finished: list[dict] = field(default_factory=list)  # inputs done: their size and hash
+
+
+@dataclass
+class ReadOptions:
+    """How inputs are read: fields, errors, block size."""
+
+    jsonl_field: str = "text"
+    column: str = "text"
+    errors: str = "replace"
+    block_size: int = DEFAULT_BLOCK_SIZE
+    piece_bytes: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.errors not in ("replace", "strict"):
+            raise ValueError(f"errors must be 'replace' or 'strict', got {self.errors!r}")
+        if (
+            isinstance(self.block_size, bool)
+            or not isinstance(self.block_size, int)
+            or (self.block_size < 256)
+        ):
+            raise ValueError(f"block_size must be an integer >= 256, got {self.block_size!r}")
+        self.piece_bytes = max(self.block_size // 64, 256)
+
+
+def expand_inputs(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Source]:
+    """Files as given, glob patterns and folders (recursively, hidden files skipped), each sorted;
+    an error names a pattern that matches nothing or a path that is missing."""
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    paths: list[Path] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p, path))
+            if not found:
+                raise InputError(f"input folder {path} holds no files")
+            paths += found
+        elif not path.exists() and glob.has_magic(str(item)):
+            found = sorted(Path(p) for p in glob.glob(str(item), recursive=True))
+            if not found:
+                raise InputError(f"no file matches {str(item)!r}")
+            paths += [p for p in found if p.is_file()]
+        elif not path.exists():
+            raise FileNotFoundError(f"input file not found: {path}")
+        else:
+            paths.append(path)
+    if not paths:
+        raise InputError("no input files given")
+    return [_source(p) for p in paths]
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def _source(path: Path) -> Source:
+    suffixes = [s.lower() for s in path.suffixes]
+    compression = _COMPRESSION.get(suffixes[-1]) if suffixes else None
+    if compression:
+        suffixes = suffixes[:-1]
+    kind = _RECORD_KINDS.get(suffixes[-1], "text") if suffixes else "text"
+    if kind == "parquet" and compression:
+        raise InputError(f"{path}: a .parquet file compresses inside; do not compress it again")
+    try:
+        st = path.stat()
+        if not os.access(path, os.R_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as e:
+        raise os_error(e, f"cannot read {path}: {e.strerror}") from None
+    return Source(path, kind, compression, st.st_size, st.st_mtime_ns)
+
+
+def read_source(
+    index: int, src: Source, opts: ReadOptions, encoder, state: dict | None
+) -> Iterator[Unit]:
+    """The encoded units of one input, from the resume point `state` (None: the start);
+    `encoder` has `block(data, last)` and `texts(texts)` (see `encode.BlockEncoder`)."""
+    reader = {"text": _text_units, "jsonl": _jsonl_units, "parquet": _parquet_units}[src.kind]
+    return reader(index, src, opts, encoder, state or {})
+
+
+def _blocks(stream: Stream, size: int) -> Iterator[tuple[bytes, int, int, bool]]:
+    """(block, stream offset after it, file bytes read, whether it is the last): the block
+    after each is read first, so that the last one is known without another encoder call."""
+    chunk = stream.read(size)
+    while True:
+        following = stream.read(size) if chunk else b""
+        yield chunk, stream.pos - len(following), stream.raw.n, not following
+        if not following:
+            return
+        chunk = following
+
+
+def _text_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
+    """Plain text: blocks encoded up to their last safe cut; the bytes after it go in front
+    of the next block. The file's end ends a document."""
+    stream = Stream(src, state.get("pos", 0))
+    carry = bytes.fromhex(state.get("carry", ""))
+    wait_for = 0  # no cut in the carry yet: read until it has doubled
+    blocks = _blocks(stream, opts.block_size)
+    if src.size > opts.block_size:  # read ahead: reading, hashing, decompressing overlap encoding
+        blocks = in_background(blocks, 1)
+    for chunk, pos, disk, last in blocks:
+        data = carry + chunk
+        if not last and len(data) < wait_for:
+            carry = data
+            yield Unit(encoder.empty_ids, encoder.empty_ends, True, len(chunk), disk, None)
+            continue
+        ids, offsets, used, n_replaced, data = encoder.block(
+            data, last, str(src.path), pos - len(data)
+        )
+        carry = data[used:]
+        wait_for = 0 if used else 2 * len(data)
+        if last:
+            finished = stream.close()
+            yield Unit(
+                ids,
+                offsets[-1:],
+                True,
+                len(chunk),
+                src.size,
+                {"input": index + 1},
+                n_replaced,
+                [finished],
+            )
+            return
+        resume = None
+        if used and len(carry) <= _MAX_CARRY:
+            resume = {"input": index, "pos": pos, "carry": carry.hex()}
+        yield Unit(ids, offsets[:0], True, len(chunk), disk, resume, n_replaced)
+
+
+def small_files(sources: list[Source], i: int, opts: ReadOptions) -> int:
+    """How many plain, uncompressed text files from `i` on are small enough to be read whole
+    and encoded in one call (a call per small file left the threads idle: 1 MB/s on 2 KB files)."""
+    n, total = 0, 0
+    for src in sources[i:]:
+        total += src.size
+        if (
+            src.kind != "text"
+            or src.compression
+            or 4 * src.size > opts.block_size
+            or (total > opts.block_size)
+        ):
+            break
+        n += 1
+    return n
+
+
+def small_text_units(first: int, srcs: list[Source], opts: ReadOptions, encoder) -> Unit:
+    """Small text files, each read whole and one text of one encoder call; each file's end
+    ends a document (special tokens too)."""
+    texts, finished, n_replaced = [], [], 0
+    for src in srcs:
+        stream = Stream(src, 0)
+        text, replaced = decode(stream.read(-1), opts.errors, str(src.path), 0)
+        texts.append(text)
+        finished.append(stream.close())
+        n_replaced += replaced
+    ids, offsets = encoder.texts(texts, plain=True)
+    n_bytes = sum(s.size for s in srcs)
+    return Unit(
+        ids, offsets[1:], True, n_bytes, n_bytes, {"input": first + len(srcs)}, n_replaced, finished
+    )
+
+
+def _jsonl_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
+    """JSON lines: each record's field is a document (blank lines are skipped). Lines are
+    parsed one block ahead on another thread, as plain text is read."""
+    stream = Stream(src, state.get("pos", 0))
+    blocks = _jsonl_blocks(stream, src, opts, state.get("line", 0))
+    if src.size > opts.block_size:
+        blocks = in_background(blocks, 1)
+    for texts, n_bytes, n_replaced, pos, line_no, disk in blocks:
+        ids, offsets = encoder.texts(texts)
+        resume = {"input": index, "pos": pos, "line": line_no}
+        yield Unit(ids, offsets[1:], False, n_bytes, disk, resume, n_replaced)
+    yield _done(index, src, encoder, stream.close())
+
+
+def _jsonl_blocks(stream: Stream, src: Source, opts: ReadOptions, line_no: int):
+    """(texts, bytes, invalid sequences replaced, offset and line after, file bytes read) for
+    each block of lines."""
+    while lines := stream.readlines(opts.block_size):
+        texts, n_bytes, n_replaced = [], 0, 0
+        offset = stream.pos - sum(map(len, lines))
+        for raw in lines:
+            line_no += 1
+            where = f"{src.path}:{line_no}"
+            line, replaced = decode(raw, opts.errors, where, offset)
+            offset += len(raw)
+            n_bytes += len(raw)
+            n_replaced += replaced
+            if line.strip():
+                texts.append(_field(line, opts.jsonl_field, where))
+        yield texts, n_bytes, n_replaced, stream.pos, line_no, stream.raw.n
+
+
+def _field(line: str, name: str, where: str) -> str:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(record, dict) or name not in record:
+        fields = ", ".join(map(repr, list(record)[:10])) if isinstance(record, dict) else "none"
+        raise InputError(
+            f"{where}: the record has no field {name!r} (its fields: {fields}; "
+            f"choose one with --jsonl-field / jsonl_field=)"
+        )
+    value = record[name]
+    if not isinstance(value, str):
+        raise InputError(f"{where}: field {name!r} is {type(value).__name__}, not a string")
+    return value
+
+
+def _parquet_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
+    """Parquet: each row's column is a document; resumes by skipping rows."""
+    require("parquet")
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(src.path)
+    except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ...
+        raise InputError(f"{src.path}: not a readable Parquet file ({e})") from None
+    names = pf.schema_arrow.names
+    if opts.column not in names:
+        raise InputError(
+            f"{src.path}: no column {opts.column!r} (its columns: {', '.join(map(repr, names))}; "
+            f"choose one with --column / column=)"
+        )
+    n_rows, row = pf.metadata.num_rows, 0
+    skip = state.get("row", 0)
+    try:
+        for batch in pf.iter_batches(batch_size=1024, columns=[opts.column]):
+            values = batch.column(0).to_pylist()
+            first, row = row, row + len(values)
+            if row <= skip:
+                continue
+            texts = values[max(0, skip - first) :]
+            for k, value in enumerate(texts, start=max(first, skip)):
+                if not isinstance(value, str):
+                    raise InputError(
+                        f"{src.path}: row {k}: column {opts.column!r} is {value!r}, not a string"
+                    )
+            ids, offsets = encoder.texts(texts)
+            disk = src.size * row // max(n_rows, 1)
+            n_bytes = sum(len(t.encode("utf-8", "replace")) for t in texts)
+            yield Unit(ids, offsets[1:], False, n_bytes, disk, {"input": index, "row": row})
+    except OSError as e:
+        raise os_error(e, f"cannot read {src.path}: {e.strerror or e}") from None
+    except Exception as e:
+        if type(e).__module__.startswith("pyarrow"):
+            raise InputError(f"{src.path}: corrupt Parquet data near row {row} ({e})") from None
+        raise
+    yield _done(index, src, encoder, Stream(src, 0).close())
+
+
+def _done(index: int, src: Source, encoder, finished: dict) -> Unit:
+    """The last unit of a record input: no ids, the input's size and hash."""
+    e = encoder
+    return Unit(e.empty_ids, e.empty_ends, False, 0, src.size, {"input": index + 1}, 0, [finished])
