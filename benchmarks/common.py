@@ -7,6 +7,7 @@ by pytest; nothing here asserts on timings.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -32,6 +33,17 @@ TIKTOKEN_CACHE = os.environ.get("TIKTOKEN_CACHE_DIR") or (
     else None
 )
 PYREF_TRAIN = SHARED / "bench" / "pyref_train.py"
+
+
+def corpus_path(name: str) -> str:
+    """A corpus given by path, or by name in CORPUS_DIR (`large.txt`); argparse's `type=`."""
+    for path in (Path(name), CORPUS_DIR / name):
+        if path.is_file():
+            return str(path)
+    raise argparse.ArgumentTypeError(
+        f"no corpus {name!r} here or in {CORPUS_DIR}: build the corpora or set BYTEPAIR_CORPUS_DIR"
+    )
+
 
 MB = 1e6  # throughput is reported in 10^6 bytes, like the peer results
 

@@ -197,8 +197,10 @@ def row_runs(enc, hf, tok, gt, docs, hf_docs, threads: int, hf_note: str) -> lis
     if gt:
         import awkward as ak
 
-        gt_n = {n: batched(lambda c, p=n > 1: [ak.flatten(gt.encode_batch(c, parallel=p))])
-                for n in (1, T)}
+        gt_n = {
+            n: batched(lambda c, p=n > 1: [ak.flatten(gt.encode_batch(c, parallel=p))])
+            for n in (1, T)
+        }
         runs += [
             ("gigatoken", "encode", 1, per_doc(gt.encode), docs, "numpy per doc"),
             ("gigatoken", "encode_batch", 1, gt_n[1], docs, batch_note + ", awkward/numpy out"),
@@ -221,9 +223,20 @@ def throughput(args, runs: list[tuple]) -> list[dict]:
     best: dict[int, tuple] = {}
     for _ in range(args.repeat):
         for i, (tool, call, n_threads, _fn, _ds, _note) in enumerate(runs):
-            cmd = [sys.executable, os.path.abspath(__file__), "--corpus", args.corpus,
-                   "--mb", str(args.mb), "--hf-mb", str(args.hf_mb),
-                   "--threads", str(args.threads), "--row-worker", str(i)]
+            cmd = [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--corpus",
+                args.corpus,
+                "--mb",
+                str(args.mb),
+                "--hf-mb",
+                str(args.hf_mb),
+                "--threads",
+                str(args.threads),
+                "--row-worker",
+                str(i),
+            ]
             run = run_child(cmd, thread_env(args.threads), 3600)
             if run["rc"] != 0 or not run["results"]:
                 err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
@@ -285,8 +298,16 @@ def string_rows(args, enc, docs, tools) -> tuple[list[dict], list[str]]:
     same = dict.fromkeys(tools, True)
     for _ in range(args.repeat):
         for tool in tools:  # tools take turns, as in `throughput`
-            cmd = [sys.executable, os.path.abspath(__file__), "--corpus", args.corpus,
-                   "--mb", str(args.mb), "--string-worker", tool]
+            cmd = [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--corpus",
+                args.corpus,
+                "--mb",
+                str(args.mb),
+                "--string-worker",
+                tool,
+            ]
             run = run_child(cmd, thread_env(1), 3600)
             if run["rc"] != 0 or not run["results"]:
                 err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
@@ -306,8 +327,9 @@ def string_rows(args, enc, docs, tools) -> tuple[list[dict], list[str]]:
             rows.append(row(tool, call, 1, n, secs, len(refs[tool]), note, tt["mb_s"]))
             rows[-1]["others_pct"] = others
         ref_name = "encode" if tool == "bytepair" else "encode_ordinary"
-        checks.append(f"{tool} {call} ids == tiktoken.{ref_name} (cold and warm): "
-                      f"{_yes(same[tool])}")
+        checks.append(
+            f"{tool} {call} ids == tiktoken.{ref_name} (cold and warm): {_yes(same[tool])}"
+        )
     return rows, checks
 
 
@@ -327,8 +349,14 @@ def string_worker(args) -> None:
         call = tok.encode
     for kind in ("cold", "warm"):
         ids, t = timed(lambda: call(text))
-        emit(kind=kind, secs=t.s, others_pct=t.others_pct, n_ids=len(ids),
-             checksum=checksum(ids, 0), dtype=str(ids.dtype))
+        emit(
+            kind=kind,
+            secs=t.s,
+            others_pct=t.others_pct,
+            n_ids=len(ids),
+            checksum=checksum(ids, 0),
+            dtype=str(ids.dtype),
+        )
         del ids
 
 
@@ -445,9 +473,15 @@ def goals(rows: list[dict]) -> dict:
     """bytepair against gigatoken in one corpus's rows, single-threaded, numpy out against
     numpy out (per document; one string, cold and warm; 8 MB batches), and bytepair's own
     batch scaling from 1 thread to the most: the ratios its speed targets are stated in."""
+
     def mb_s(tool, call, threads, note=""):
-        found = [r["mb_s"] for r in rows if (r["tool"], r["threads"]) == (tool, threads)
-                 and r["call"].startswith(call) and note in r["note"]]
+        found = [
+            r["mb_s"]
+            for r in rows
+            if (r["tool"], r["threads"]) == (tool, threads)
+            and r["call"].startswith(call)
+            and note in r["note"]
+        ]
         return found[0] if found else None
 
     def ratio(a, b):
@@ -499,7 +533,9 @@ def run_corpus(args) -> tuple[list[dict], list[str]]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", nargs="+", default=[str(CORPUS_DIR / "large.txt")])
+    ap.add_argument(
+        "--corpus", nargs="+", default=[str(CORPUS_DIR / "large.txt")], type=common.corpus_path
+    )
     ap.add_argument("--mb", type=float, default=100, help="first N MB (document boundary)")
     ap.add_argument("--hf-mb", type=float, default=10, help="HF is slow: first N MB only")
     ap.add_argument("--threads", type=int, default=2, help="threads of the batch rows")
@@ -530,9 +566,12 @@ def main(argv=None) -> int:
         print(flush=True)
     summary = [[name, *r["goals"].values()] for name, r in results.items()]
     heads = list(next(iter(results.values()))["goals"])
-    print_table(["corpus", *heads], summary,
-                title="bytepair MB/s / gigatoken MB/s (numpy out, 1 thread unless xN), and "
-                "bytepair's batch scaling; all from the rows above")
+    print_table(
+        ["corpus", *heads],
+        summary,
+        title="bytepair MB/s / gigatoken MB/s (numpy out, 1 thread unless xN), and "
+        "bytepair's batch scaling; all from the rows above",
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

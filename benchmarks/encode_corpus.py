@@ -140,7 +140,7 @@ def _prefix(corpus: str, mb: float, folder: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(CORPUS_DIR / "large.txt"))
+    ap.add_argument("--corpus", default=str(CORPUS_DIR / "large.txt"), type=common.corpus_path)
     ap.add_argument("--mb", type=float, default=None, help="only the first N MB")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset")

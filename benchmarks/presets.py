@@ -44,17 +44,28 @@ def main() -> int:
     with open(args.corpus, "rb") as f:
         text = f.read(int(args.mb * MB)).decode("utf-8", "ignore")  # a cut character dropped
     n_text = len(text.encode("utf-8"))
-    print(f"corpus {args.corpus} ({size / MB:.1f} MB), encoding its first {n_text / MB:.1f} MB, "
-          f"vocab {args.vocab_size:,}, {args.threads} thread(s), best of {args.reps}")
+    print(
+        f"corpus {args.corpus} ({size / MB:.1f} MB), encoding its first {n_text / MB:.1f} MB, "
+        f"vocab {args.vocab_size:,}, {args.threads} thread(s), best of {args.reps}"
+    )
 
     def train(p: str) -> None:
-        toks[p] = bytepair.train(args.corpus, args.vocab_size, [EOT], pattern=p,
-                                 num_threads=args.threads, progress=False)
+        toks[p] = bytepair.train(
+            args.corpus, args.vocab_size, [EOT], pattern=p, num_threads=args.threads, progress=False
+        )
 
     def count(p: str) -> None:
-        _core.count_file(_core.WordCounts(), args.corpus, start=0, end=size, special_tokens=[EOT],
-                         pattern=PATTERNS[p], strict=False, chunk_size=4 << 20,
-                         num_threads=args.threads)
+        _core.count_file(
+            _core.WordCounts(),
+            args.corpus,
+            start=0,
+            end=size,
+            special_tokens=[EOT],
+            pattern=PATTERNS[p],
+            strict=False,
+            chunk_size=4 << 20,
+            num_threads=args.threads,
+        )
 
     print(", ".join(f"{p}: {_core.pretokenizer_kind(PATTERNS[p])} pretokenizer" for p in presets))
     toks: dict[str, bytepair.Tokenizer] = {}
@@ -78,10 +89,22 @@ def main() -> int:
             base = best.get(("gpt2", stage))
             row += [n_bytes / MB / best[p, stage], best[p, stage] / base if base else None]
         rows.append(row)
-    print_table(["preset", "train MB/s", "time/gpt2", "count MB/s", "time/gpt2", "encode MB/s",
-                 "time/gpt2"], rows)
-    print(f"others' CPU during the runs: median {sorted(others)[len(others) // 2]:.0f} %, "
-          f"max {max(others):.0f} % (above ~5 %, distrust the figures)")
+    print_table(
+        [
+            "preset",
+            "train MB/s",
+            "time/gpt2",
+            "count MB/s",
+            "time/gpt2",
+            "encode MB/s",
+            "time/gpt2",
+        ],
+        rows,
+    )
+    print(
+        f"others' CPU during the runs: median {sorted(others)[len(others) // 2]:.0f} %, "
+        f"max {max(others):.0f} % (above ~5 %, distrust the figures)"
+    )
     return 0
 
 

@@ -305,7 +305,7 @@ def run_corpus(corpus: str, args, workdir: str, bp_error: str | None):
 def main(argv=None) -> int:
     corpora = [str(common.CORPUS_DIR / "small.txt"), str(common.CORPUS_DIR / "large.txt")]
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", nargs="+", default=corpora)
+    ap.add_argument("--corpus", nargs="+", default=corpora, type=common.corpus_path)
     ap.add_argument("--vocab-size", type=int, default=10000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset")

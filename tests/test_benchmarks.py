@@ -14,7 +14,10 @@ TRAIN_BENCH = Path(__file__).parents[1] / "benchmarks" / "train.py"
 def _bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(TRAIN_BENCH), *args],
-        capture_output=True, text=True, timeout=60, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
 
 

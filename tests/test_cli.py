@@ -21,8 +21,14 @@ from bytepair.formats._common import encode_token
 from bytepair.formats.model import MODEL_FILE, MODEL_HEADER
 
 SPECIAL = "<|endoftext|>"
-MODEL_FILES = {"vocab.json", "merges.txt", MODEL_FILE, "tokenizer.json", "tokenizer.tiktoken",
-               "tokenizer.tiktoken.json"}
+MODEL_FILES = {
+    "vocab.json",
+    "merges.txt",
+    MODEL_FILE,
+    "tokenizer.json",
+    "tokenizer.tiktoken",
+    "tokenizer.tiktoken.json",
+}
 TEXT = (
     "The quick brown fox jumps over the lazy dog. It's 12 o'clock!\n"
     "Héllo wörld, 你好 🙃 — the end.<|endoftext|>\n\n"
@@ -33,7 +39,10 @@ TEXT = (
 def run_cli(*args: object, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "bytepair.cli", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
         env={**os.environ, "RUST_BACKTRACE": "0"},
     )
 
@@ -48,8 +57,18 @@ def corpus(tmp_path: Path) -> Path:
 @pytest.fixture
 def trained(corpus: Path, tmp_path: Path) -> Path:
     out = tmp_path / "model"
-    result = run_cli("train", corpus, "--vocab-size", 320, "--special-token", SPECIAL, "-o", out,
-                     "--quiet", cwd=tmp_path)
+    result = run_cli(
+        "train",
+        corpus,
+        "--vocab-size",
+        320,
+        "--special-token",
+        SPECIAL,
+        "-o",
+        out,
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     return out
 
@@ -107,16 +126,35 @@ def test_written_files_read_back(trained: Path, corpus: Path) -> None:
 
 
 def test_quiet_prints_nothing(corpus: Path, tmp_path: Path) -> None:
-    result = run_cli("train", corpus, "--vocab-size", 300, "--special-token", SPECIAL,
-                     "-o", tmp_path / "m", "--quiet", cwd=tmp_path)
+    result = run_cli(
+        "train",
+        corpus,
+        "--vocab-size",
+        300,
+        "--special-token",
+        SPECIAL,
+        "-o",
+        tmp_path / "m",
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0
     assert result.stderr == ""
     assert result.stdout == ""
 
 
 def test_summary_mentions_merges(corpus: Path, tmp_path: Path) -> None:
-    result = run_cli("train", corpus, "--vocab-size", 300, "--special-token", SPECIAL,
-                     "-o", tmp_path / "m", cwd=tmp_path)
+    result = run_cli(
+        "train",
+        corpus,
+        "--vocab-size",
+        300,
+        "--special-token",
+        SPECIAL,
+        "-o",
+        tmp_path / "m",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "merges" in result.stderr
     assert "43 of 43" in result.stderr
@@ -125,12 +163,31 @@ def test_summary_mentions_merges(corpus: Path, tmp_path: Path) -> None:
 
 def test_train_options(corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "m"
-    result = run_cli("train", corpus, corpus, "--vocab-size", 290, "--special-token", SPECIAL,
-                     "--special-token", "<pad>", "--pattern", r"\S+", "--threads", 2,
-                     "--errors", "strict", "-o", out, "--quiet", cwd=tmp_path)
+    result = run_cli(
+        "train",
+        corpus,
+        corpus,
+        "--vocab-size",
+        290,
+        "--special-token",
+        SPECIAL,
+        "--special-token",
+        "<pad>",
+        "--pattern",
+        r"\S+",
+        "--threads",
+        2,
+        "--errors",
+        "strict",
+        "-o",
+        out,
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
-    expected_vocab, expected_merges = ref.train(TEXT + TEXT, 290, [SPECIAL, "<pad>"],
-                                                pattern=r"\S+")
+    expected_vocab, expected_merges = ref.train(
+        TEXT + TEXT, 290, [SPECIAL, "<pad>"], pattern=r"\S+"
+    )
     loaded = bytepair.load(out)
     assert loaded.merges == expected_merges
     assert loaded.vocab == expected_vocab
@@ -138,12 +195,28 @@ def test_train_options(corpus: Path, tmp_path: Path) -> None:
     assert loaded.special_tokens == {SPECIAL: 288, "<pad>": 289}
 
 
-def test_train_in_process_returns_status(corpus: Path, tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "m"),
-                     "--quiet"]) == 0
-    assert cli_main(["train", str(tmp_path / "missing.txt"), "--vocab-size", "300",
-                     "-o", str(tmp_path / "m2")]) == 2
+def test_train_in_process_returns_status(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        cli_main(
+            ["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "m"), "--quiet"]
+        )
+        == 0
+    )
+    assert (
+        cli_main(
+            [
+                "train",
+                str(tmp_path / "missing.txt"),
+                "--vocab-size",
+                "300",
+                "-o",
+                str(tmp_path / "m2"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "missing.txt" in err and "Traceback" not in err
 
@@ -167,9 +240,13 @@ def test_outputs_leave_no_temp_files(trained: Path, corpus: Path, tmp_path: Path
     assert sorted(p.name for p in ids.iterdir()) == ["ids.npy", "ids.npy.json"]
 
 
-def test_failed_write_keeps_the_old_files(trained: Path, corpus: Path, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_failed_write_keeps_the_old_files(
+    trained: Path,
+    corpus: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     before = {p.name: p.read_bytes() for p in trained.iterdir()}
 
     def broken_replace(src: object, dst: object) -> None:

@@ -45,8 +45,32 @@ CODE_POINTS = [
 CONTEXTS = ["a{c}b", " {c}{c} 1", "{c}'s", "x {c}\n"]
 DELIMITER = "\x00"
 
-TRICKY = [" ", "\n", "\t", "\r", "\u00a0", "\u3000", "'", "s", "t", "l", "v", "e", "r", "d", "m",
-          "a", "1", "²", "!", "é", "中", "🙃", "\x1c", "\x85"]
+TRICKY = [
+    " ",
+    "\n",
+    "\t",
+    "\r",
+    "\u00a0",
+    "\u3000",
+    "'",
+    "s",
+    "t",
+    "l",
+    "v",
+    "e",
+    "r",
+    "d",
+    "m",
+    "a",
+    "1",
+    "²",
+    "!",
+    "é",
+    "中",
+    "🙃",
+    "\x1c",
+    "\x85",
+]
 
 
 def _gpt2_reference(text: str) -> list[str]:
@@ -115,8 +139,11 @@ def test_gpt2_fuzz_tricky_alphabet(text: str) -> None:
     assert pretokenize(text) == _gpt2_reference(text)
 
 
-@given(st.lists(st.sampled_from([*TRICKY, "'s", "'ll", "'ve", "'re", " 's", "  ", "\r\n"]),
-                max_size=40).map("".join))
+@given(
+    st.lists(
+        st.sampled_from([*TRICKY, "'s", "'ll", "'ve", "'re", " 's", "  ", "\r\n"]), max_size=40
+    ).map("".join)
+)
 def test_gpt2_fuzz_tricky_fragments(text: str) -> None:
     assert pretokenize(text) == _gpt2_reference(text)
 
@@ -139,11 +166,17 @@ def test_gpt2_fuzz_tricky_fragments(text: str) -> None:
         ("a <|e|> b", ["<|e|>"], ["a", " ", "<|e|>", " b"]),
         ("  <|e|>\n\n<|e|><|e|>\n", ["<|e|>"], ["  ", "<|e|>", "\n\n", "<|e|>", "<|e|>", "\n"]),
         ("x<my tok>y", ["<my tok>"], ["x", "<my tok>", "y"]),
-        ("<|endoftext|>\n\ntesting!", ["<|endoftext|>"],
-         ["<|endoftext|>", "\n", "\n", "testing", "!"]),
+        (
+            "<|endoftext|>\n\ntesting!",
+            ["<|endoftext|>"],
+            ["<|endoftext|>", "\n", "\n", "testing", "!"],
+        ),
         # a partial special token is ordinary text
-        ("<|endoftext| <|endoftext|>x<|endoftext", ["<|endoftext|>"],
-         ["<|", "endoftext", "|", " ", "<|endoftext|>", "x", "<|", "endoftext"]),
+        (
+            "<|endoftext| <|endoftext|>x<|endoftext",
+            ["<|endoftext|>"],
+            ["<|", "endoftext", "|", " ", "<|endoftext|>", "x", "<|", "endoftext"],
+        ),
     ],
 )
 def test_special_tokens_fixed(text: str, specials: list[str], expected: list[str]) -> None:
@@ -162,8 +195,14 @@ def test_special_tokens_fuzz(text: str, specials: list[str]) -> None:
     assert pretokenize(text, special_tokens=specials) == _reference_pieces(text, specials)
 
 
-@given(st.lists(st.sampled_from(["<|", "|>", "endoftext", "<|endoftext|>", "<|end", "oftext|>",
-                                 " ", "\n", "a", "é"]), max_size=30).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["<|", "|>", "endoftext", "<|endoftext|>", "<|end", "oftext|>", " ", "\n", "a", "é"]
+        ),
+        max_size=30,
+    ).map("".join)
+)
 def test_special_tokens_fuzz_fragments(text: str) -> None:
     specials = ["<|endoftext|>", "<|end", "text|>"]
     assert pretokenize(text, special_tokens=specials) == _reference_pieces(text, specials)
@@ -237,9 +276,28 @@ def test_empty_pattern_is_refused() -> None:
 
 SPECIALS = ["<|endoftext|>", "<my tok>"]
 CHUNK_SIZES = [1, 2, 3, 7, 64, 4096, 1 << 24]
-FRAGMENTS = [b"a", b"b", b"ab", b" ", b"  ", b"\n", b"\n\n", b"\t", b"<|", b"endoftext", b"|>",
-             b"<|endoftext|>", b"<my", b" tok>", b"<my tok>", b"'s", b"1", b"\xc3\xa9",
-             b"\xe4\xb8\xad", b"\xef\xbf\xbd"]
+FRAGMENTS = [
+    b"a",
+    b"b",
+    b"ab",
+    b" ",
+    b"  ",
+    b"\n",
+    b"\n\n",
+    b"\t",
+    b"<|",
+    b"endoftext",
+    b"|>",
+    b"<|endoftext|>",
+    b"<my",
+    b" tok>",
+    b"<my tok>",
+    b"'s",
+    b"1",
+    b"\xc3\xa9",
+    b"\xe4\xb8\xad",
+    b"\xef\xbf\xbd",
+]
 INVALID = [b"\xff", b"\xe2\x82", b"\xf0\x9f\x99", b"\xed\xa0\x80", b"\xc0\xaf", b"\x80"]
 
 
@@ -273,8 +331,14 @@ def _check_all_chunkings(
     for chunk_size in CHUNK_SIZES:
         for num_threads in (1, 2):
             stats = CountStats()
-            got = count_files(path, special_tokens=specials, num_threads=num_threads,
-                              chunk_size=chunk_size, stats=stats, pattern=preset)
+            got = count_files(
+                path,
+                special_tokens=specials,
+                num_threads=num_threads,
+                chunk_size=chunk_size,
+                stats=stats,
+                pattern=preset,
+            )
             where = f"chunk_size={chunk_size} num_threads={num_threads} data={data!r}"
             assert got.items() == expected, where
             assert stats.n_bytes == len(data), where
@@ -312,19 +376,32 @@ def test_chunking_strict(scratch: Path, data: bytes) -> None:
     for chunk_size in (1, 3, 64, 1 << 24):
         for num_threads in (1, 2):
             if text is not None:
-                got = count_files(path, special_tokens=SPECIALS, errors="strict",
-                                  chunk_size=chunk_size, num_threads=num_threads)
+                got = count_files(
+                    path,
+                    special_tokens=SPECIALS,
+                    errors="strict",
+                    chunk_size=chunk_size,
+                    num_threads=num_threads,
+                )
                 assert got.items() == _items(ref.count_words(text, SPECIALS))
             else:
                 with pytest.raises(ValueError, match=rf"byte offset {offset}\b") as info:
-                    count_files(path, special_tokens=SPECIALS, errors="strict",
-                                chunk_size=chunk_size, num_threads=num_threads)
+                    count_files(
+                        path,
+                        special_tokens=SPECIALS,
+                        errors="strict",
+                        chunk_size=chunk_size,
+                        num_threads=num_threads,
+                    )
                 assert str(path) in str(info.value)
 
 
 @FILE_SETTINGS
-@given(text=st.lists(st.sampled_from([*TRICKY, "<|endoftext|>", "<my tok>", "<", "|", ">"]),
-                    max_size=60).map("".join))
+@given(
+    text=st.lists(
+        st.sampled_from([*TRICKY, "<|endoftext|>", "<my tok>", "<", "|", ">"]), max_size=60
+    ).map("".join)
+)
 def test_chunking_tricky_text(scratch: Path, text: str) -> None:
     path = scratch / "tricky.txt"
     data = text.encode("utf-8")
@@ -334,14 +411,29 @@ def test_chunking_tricky_text(scratch: Path, text: str) -> None:
 
 #: The GPT-4 presets' cases too: case changes, `/` after punctuation, marks after letters
 #: (Thai), title case, long s, digit runs.
-PRESET_TRICKY = [*TRICKY, "A", "B", "/", "\u0301", "\u0e01", "\u0e35", "\u01c5", "\u017f",
-                 "12345", "'S", "ll"]
+PRESET_TRICKY = [
+    *TRICKY,
+    "A",
+    "B",
+    "/",
+    "\u0301",
+    "\u0e01",
+    "\u0e35",
+    "\u01c5",
+    "\u017f",
+    "12345",
+    "'S",
+    "ll",
+]
 
 
 @FILE_SETTINGS
 @pytest.mark.parametrize("preset", ["cl100k", "o200k"])
-@given(text=st.lists(st.sampled_from([*PRESET_TRICKY, "<|endoftext|>", "<my tok>"]),
-                     max_size=60).map("".join))
+@given(
+    text=st.lists(st.sampled_from([*PRESET_TRICKY, "<|endoftext|>", "<my tok>"]), max_size=60).map(
+        "".join
+    )
+)
 def test_chunking_gpt4_presets(scratch: Path, preset: str, text: str) -> None:
     """cl100k and o200k cut files where their own rules allow (`can_cut_before` in
     rust/src/pretokenize/gpt4.rs and o200k.rs), not only at special tokens."""
@@ -355,8 +447,12 @@ WHITESPACE_SPECIALS = [" <s>", "\n\n", "a b", "x\t"]
 
 
 @FILE_SETTINGS
-@given(data=st.lists(st.sampled_from([b"a", b"b", b"x", b" ", b"\n", b"\t", b"<s>", b" <s>",
-                                      b"\n\n", b"a b"]), max_size=40).map(b"".join))
+@given(
+    data=st.lists(
+        st.sampled_from([b"a", b"b", b"x", b" ", b"\n", b"\t", b"<s>", b" <s>", b"\n\n", b"a b"]),
+        max_size=40,
+    ).map(b"".join)
+)
 def test_chunking_specials_with_whitespace(scratch: Path, data: bytes) -> None:
     # Special tokens that begin, end or consist of whitespace sit exactly where safe cuts are.
     path = scratch / "ws.txt"
@@ -368,8 +464,14 @@ NON_ASCII_SPECIALS = ["中<|", "é 🙃", "\u3000\u3000"]
 
 
 @FILE_SETTINGS
-@given(text=st.lists(st.sampled_from(["中", "<|", "🙃", "é", " ", "\n", "a", "中<|", "é 🙃",
-                                      "\u00a0", "\u3000"]), max_size=40).map("".join))
+@given(
+    text=st.lists(
+        st.sampled_from(
+            ["中", "<|", "🙃", "é", " ", "\n", "a", "中<|", "é 🙃", "\u00a0", "\u3000"]
+        ),
+        max_size=40,
+    ).map("".join)
+)
 def test_chunking_non_ascii_specials(scratch: Path, text: str) -> None:
     # Cuts are byte offsets: they must never split a multi-byte character or special token.
     path = scratch / "non_ascii.txt"
@@ -393,8 +495,13 @@ def test_chunking_custom_pattern(tmp_path: Path) -> None:
     expected = _items(ref.count_words(data.decode(), ["<|endoftext|>"], r"\S+"))
     for chunk_size in (1, 7, 4096):
         for num_threads in (1, 2):
-            got = count_files(path, special_tokens=["<|endoftext|>"], pattern=r"\S+",
-                              chunk_size=chunk_size, num_threads=num_threads)
+            got = count_files(
+                path,
+                special_tokens=["<|endoftext|>"],
+                pattern=r"\S+",
+                chunk_size=chunk_size,
+                num_threads=num_threads,
+            )
             assert got.items() == expected
 
 
@@ -404,8 +511,9 @@ def test_chunking_corpus_en(cs336_data: Path, chunk_size: int, num_threads: int)
     path = cs336_data / "corpus.en"
     data = path.read_bytes()
     expected = _items(ref.count_words(data.decode("utf-8"), ["<|endoftext|>"]))
-    got = count_files(path, special_tokens=["<|endoftext|>"], num_threads=num_threads,
-                      chunk_size=chunk_size)
+    got = count_files(
+        path, special_tokens=["<|endoftext|>"], num_threads=num_threads, chunk_size=chunk_size
+    )
     assert got.items() == expected
     assert got.total() == sum(n for _, n in expected)
 
@@ -436,8 +544,13 @@ def test_absurd_chunk_size_is_not_a_crash(tmp_path: Path, chunk_size: int) -> No
         """
     )
     # In a subprocess: this once aborted the interpreter (a 1 TiB buffer allocated up front).
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, env={**os.environ, "RUST_BACKTRACE": "0"})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "RUST_BACKTRACE": "0"},
+    )
     assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
     assert "clean error" in result.stdout and "chunk_size" in result.stdout
 
@@ -453,8 +566,11 @@ def test_count_texts_matches_reference() -> None:
         assert got.items() == _items(expected)
 
 
-@given(st.lists(st.lists(st.sampled_from([*TRICKY, "<|endoftext|>"]), max_size=20).map("".join),
-                max_size=8))
+@given(
+    st.lists(
+        st.lists(st.sampled_from([*TRICKY, "<|endoftext|>"]), max_size=20).map("".join), max_size=8
+    )
+)
 def test_count_texts_fuzz(texts: list[str]) -> None:
     expected: dict[bytes, int] = {}
     for t in texts:

@@ -66,7 +66,7 @@ TRICKY_PIECES = [
     "🙃", "👨\u200d👩\u200d👧", "🇫🇷", "你好", "世界", "e\u0301", "\u0301", "\u0308",
     "a", "aa", "ab", "Z", "é", "ß", "x", "the", " the", ".", "!", "?", "$", "-", "…", "\ufeff",
     "\x00", "\x7f",
-]
+]  # fmt: skip
 
 tricky_text = st.lists(st.sampled_from(TRICKY_PIECES), max_size=40).map("".join)
 any_text = st.one_of(st.text(), tricky_text)
@@ -619,8 +619,11 @@ def test_iterable_equals_encode(gpt2, trained, pieces: list[str]) -> None:
         assert list(tok.encode_iterable(pieces)) == tok.encode(text)
 
 
-@given(pieces=split_text(), chunk=st.integers(1, 40), subset=st.sampled_from(
-    [None, set(), {EOT}, {EOT2}, {PAD, EOT}]))
+@given(
+    pieces=split_text(),
+    chunk=st.integers(1, 40),
+    subset=st.sampled_from([None, set(), {EOT}, {EOT2}, {PAD, EOT}]),
+)
 @settings(suppress_health_check=SUPPRESS)
 def test_iterable_streaming_cuts(trained, pieces: list[str], chunk: int, subset) -> None:
     """With a tiny streaming threshold every piece goes through the cutting path."""
@@ -660,8 +663,11 @@ spacey_text = st.lists(
 ).map("".join)
 
 
-@given(pieces=split_text(spacey_text), chunk=st.integers(1, 12),
-       subset=st.sampled_from([None, set(), {"x y"}, {" \n", "  "}, {"<a b>", "\n\n"}]))
+@given(
+    pieces=split_text(spacey_text),
+    chunk=st.integers(1, 12),
+    subset=st.sampled_from([None, set(), {"x y"}, {" \n", "  "}, {"<a b>", "\n\n"}]),
+)
 @settings(suppress_health_check=SUPPRESS)
 def test_iterable_streaming_whitespace_specials(trained, pieces, chunk: int, subset) -> None:
     """Special tokens made of (or holding) whitespace straddle the places the stream may cut."""
@@ -760,8 +766,10 @@ def _long_texts(cs336_data: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("name", ["stories", "german+specials", "non-ascii", "no-whitespace",
-                                  "only-specials", "space-runs"])
+@pytest.mark.parametrize(
+    "name",
+    ["stories", "german+specials", "non-ascii", "no-whitespace", "only-specials", "space-runs"],
+)
 def test_iterable_long_text_streams(cs336_data, gpt2, tiktoken_gpt2, name: str) -> None:
     text = _long_texts(cs336_data)[name]
     assert len(text) > 200_000
@@ -821,8 +829,16 @@ def test_iterable_yields_before_a_failing_source(gpt2) -> None:
 
 @pytest.mark.parametrize(
     "make",
-    [lambda n: "a" * n, lambda n: " " + "a" * n, lambda n: "ab" * (n // 2), lambda n: " " * n,
-     lambda n: "\n" * n, lambda n: "7" * n, lambda n: "é" * (n // 2), lambda n: "!" * n],
+    [
+        lambda n: "a" * n,
+        lambda n: " " + "a" * n,
+        lambda n: "ab" * (n // 2),
+        lambda n: " " * n,
+        lambda n: "\n" * n,
+        lambda n: "7" * n,
+        lambda n: "é" * (n // 2),
+        lambda n: "!" * n,
+    ],
     ids=["a", "space-a", "ab", "spaces", "newlines", "digits", "e-acute", "punct"],
 )
 def test_long_pretokens(gpt2, gpt2_tables, tiktoken_gpt2, make) -> None:

@@ -22,8 +22,14 @@ from unicode_diff import ALL_CHARS
 EOT = "<|endoftext|>"
 SPECIALS = [EOT, "<|pad|>", "<|ü🙃|>"]
 PRESETS = ["gpt2", "cl100k", "o200k"]
-FILES = ["bytepair.model", "tokenizer.json", "vocab.json", "merges.txt", "tokenizer.tiktoken",
-         "tokenizer.tiktoken.json"]
+FILES = [
+    "bytepair.model",
+    "tokenizer.json",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.tiktoken",
+    "tokenizer.tiktoken.json",
+]
 TEXTS = [
     "",
     "Hello, world! It's a test.\n\nNew paragraph   with  spaces\t\ttabs.",
@@ -190,8 +196,15 @@ def test_tokenizer_json_without_optional_keys(trained, tmp_path: Path) -> None:
     """Older and hand-written files leave out options at their defaults."""
     trained.save(tmp_path, formats=["hf"])
     doc = _json(tmp_path / "tokenizer.json")
-    for key in ("dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix",
-                "fuse_unk", "byte_fallback", "ignore_merges"):
+    for key in (
+        "dropout",
+        "unk_token",
+        "continuing_subword_prefix",
+        "end_of_word_suffix",
+        "fuse_unk",
+        "byte_fallback",
+        "ignore_merges",
+    ):
         del doc["model"][key]
     del doc["normalizer"], doc["post_processor"], doc["truncation"], doc["padding"]
     (tmp_path / "tokenizer.json").write_text(json.dumps(doc), encoding="utf-8")
@@ -206,14 +219,17 @@ def _hf_built(pattern: str, tmp_path: Path, *, ignore_merges: bool = False) -> P
     tok = bytepair.train_from_iterator([TEXTS[1] * 3, TEXTS[2] * 3], 330, progress=False)
     tok.save(tmp_path / "src", formats=["gpt2"])
     model = models.BPE.from_file(
-        str(tmp_path / "src" / "vocab.json"), str(tmp_path / "src" / "merges.txt"),
+        str(tmp_path / "src" / "vocab.json"),
+        str(tmp_path / "src" / "merges.txt"),
         ignore_merges=ignore_merges,
     )
     hf = tokenizers.Tokenizer(model)
-    hf.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
-    ])
+    hf.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+        ]
+    )
     hf.decoder = decoders.ByteLevel()
     hf.add_special_tokens(["<|begin_of_text|>", "<|eot_id|>"])
     path = tmp_path / "tokenizer.json"
@@ -238,8 +254,12 @@ def test_llama3_shaped_tokenizer_json_loads_with_its_pattern(tmp_path, ignore_me
 def test_gpt2_byte_level_only_tokenizer_json(gpt2, tmp_path: Path) -> None:
     gpt2.save(tmp_path, formats=["hf"])
     doc = _json(tmp_path / "tokenizer.json")
-    doc["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                            "use_regex": True}
+    doc["pre_tokenizer"] = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": True,
+        "use_regex": True,
+    }
     (tmp_path / "tokenizer.json").write_text(json.dumps(doc), encoding="utf-8")
     _same(bytepair.load(tmp_path), gpt2)
 
@@ -251,8 +271,10 @@ def test_gpt2_byte_level_only_tokenizer_json(gpt2, tmp_path: Path) -> None:
         (lambda d: d["model"].update(type="WordPiece"), "unsupported model type"),
         (lambda d: d["model"].update(byte_fallback=True), "byte_fallback"),
         (lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(invert=True), "Split"),
-        (lambda d: d["pre_tokenizer"]["pretokenizers"][1].update(add_prefix_space=True),
-         "second pre-tokenizer"),
+        (
+            lambda d: d["pre_tokenizer"]["pretokenizers"][1].update(add_prefix_space=True),
+            "second pre-tokenizer",
+        ),
         (lambda d: d.update(pre_tokenizer={"type": "Whitespace"}), "unsupported pre_tokenizer"),
         (lambda d: d["added_tokens"][0].update(lstrip=True), "lstrip=true"),
         (lambda d: d["model"]["vocab"].update({"ab c": 5000}), r"line \d+: vocab token 'ab c'"),

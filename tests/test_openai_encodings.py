@@ -99,6 +99,9 @@ def test_whole_corpora_ids_equal_tiktoken(pair, cs336_data, tmp_path_factory) ->
             pytest.fail(f"{name}: ids differ from tiktoken's at token {at} of {len(expected)}")
         docs = text.split("<|endoftext|>")
         flat = tok.encode_batch_to_numpy(docs, num_threads=2)[0]
-        assert np.array_equal(flat, np.concatenate(
-            [np.asarray(ids, dtype=flat.dtype) for ids in enc.encode_ordinary_batch(docs)]
-        )), name
+        assert np.array_equal(
+            flat,
+            np.concatenate(
+                [np.asarray(ids, dtype=flat.dtype) for ids in enc.encode_ordinary_batch(docs)]
+            ),
+        ), name

@@ -31,8 +31,10 @@ def test_presets_are_tiktokens_strings() -> None:
     with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *a, **k: {}):
         assert PRESETS["cl100k"] == openai_public.cl100k_base()["pat_str"]
         assert PRESETS["o200k"] == openai_public.o200k_base()["pat_str"]
-    assert bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="o200k").pattern \
+    assert (
+        bytepair.Tokenizer({i: bytes([i]) for i in range(256)}, [], pattern="o200k").pattern
         == bytepair.O200K_PATTERN
+    )
 
 
 #: o200k's words are case-aware: upper-case or not (a?B), lower-case only or not (AA?Ab), a mark
@@ -44,8 +46,11 @@ CASE_CONTEXTS = ["a{c}B", "AA{c}Ab's", "!!{c}", "!{c}\n/a"]
     ("preset", "context"),
     [
         *[(p, "{c}'s") for p in ("cl100k", "o200k")],
-        *[pytest.param(p, c, marks=pytest.mark.slow)
-          for p in ("cl100k", "o200k") for c in ["a{c}b", " {c}1", "{c}  \r\n"]],
+        *[
+            pytest.param(p, c, marks=pytest.mark.slow)
+            for p in ("cl100k", "o200k")
+            for c in ["a{c}b", " {c}1", "{c}  \r\n"]
+        ],
         *[pytest.param("o200k", c, marks=pytest.mark.slow) for c in CASE_CONTEXTS],
     ],
 )
@@ -55,8 +60,7 @@ def test_preset_equals_regex_package_on_every_code_point(preset: str, context: s
     texts = [context.format(c=c) for c in chars]
     oracle = regex.compile(PRESETS[preset])
     got = _bytepair_many(preset)(texts)
-    bad = [c for c, t, pieces in zip(chars, texts, got, strict=True)
-           if oracle.findall(t) != pieces]
+    bad = [c for c, t, pieces in zip(chars, texts, got, strict=True) if oracle.findall(t) != pieces]
     assert not bad, f"{len(bad)} code points differ, e.g. {[f'U+{ord(c):04X}' for c in bad[:10]]}"
 
 
@@ -69,8 +73,23 @@ ASCII_PIECES = [
 ]  # fmt: skip
 #: A few non-ASCII pieces for hypothesis: letters of each case (ǅ is Lt), marks, spaces, ſ and the
 #: Kelvin sign (case-fold to s and k), CJK, a letter number, an emoji.
-OTHER_PIECES = ["É", "é", "ǅ", "\u0301", "\u00a0", "\u3000", "\u0085", "ſ", "\u212a", "中",
-                "ー", "Ⅻ", "²", "😀", "Привет"]
+OTHER_PIECES = [
+    "É",
+    "é",
+    "ǅ",
+    "\u0301",
+    "\u00a0",
+    "\u3000",
+    "\u0085",
+    "ſ",
+    "\u212a",
+    "中",
+    "ー",
+    "Ⅻ",
+    "²",
+    "😀",
+    "Привет",
+]
 
 
 @functools.cache
@@ -104,8 +123,13 @@ def long_texts(seed: int, n: int) -> list[str]:
     """`n` texts of up to 400 pieces, nine in ten from `ASCII_PIECES` (seeded)."""
     rng = random.Random(seed)
     other = _other_chars()
-    return ["".join(rng.choice(ASCII_PIECES) if rng.random() < 0.9 else rng.choice(other)
-                    for _ in range(rng.randint(1, 400))) for _ in range(n)]
+    return [
+        "".join(
+            rng.choice(ASCII_PIECES) if rng.random() < 0.9 else rng.choice(other)
+            for _ in range(rng.randint(1, 400))
+        )
+        for _ in range(n)
+    ]
 
 
 def _check_against_regex(preset: str, texts: list[str]) -> None:

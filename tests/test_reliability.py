@@ -28,8 +28,12 @@ EOT = "<|endoftext|>"
 
 
 def _python(code: str, *args: object, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", PEAK + textwrap.dedent(code), *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", PEAK + textwrap.dedent(code), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # Peak RSS of this process alone: getrusage's ru_maxrss keeps the parent's mark across exec.
@@ -51,8 +55,13 @@ def test_failing_worker_does_not_hang(tmp_path: Path) -> None:
     path.write_text(("a" * 40 + EOT) * 50_000, encoding="utf-8")  # 2.6 MB, ~40 chunks
     start = time.monotonic()
     with pytest.raises(ValueError, match="failed on the input"):
-        bytepair.count_files(path, special_tokens=[EOT], pattern=r"(a|aa)+(?=c)|\S+|\s+",
-                             chunk_size=1 << 16, num_threads=2)
+        bytepair.count_files(
+            path,
+            special_tokens=[EOT],
+            pattern=r"(a|aa)+(?=c)|\S+|\s+",
+            chunk_size=1 << 16,
+            num_threads=2,
+        )
     assert time.monotonic() - start < 10
 
 
@@ -62,9 +71,25 @@ def test_failing_worker_cli_exits_with_the_error(tmp_path: Path) -> None:
     path = tmp_path / "aa.txt"
     path.write_text(("a" * 40 + EOT) * 2_500_000, encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "bytepair.cli", "train", str(path), "--vocab-size", "300",
-         "--special-token", EOT, "--pattern", r"(a|aa)+(?=c)|\S+|\s+", "-o", str(tmp_path / "o")],
-        capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "bytepair.cli",
+            "train",
+            str(path),
+            "--vocab-size",
+            "300",
+            "--special-token",
+            EOT,
+            "--pattern",
+            r"(a|aa)+(?=c)|\S+|\s+",
+            "-o",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "failed on the input" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "o").exists()
@@ -163,13 +188,26 @@ def test_ctrl_c_cli_train_exits_130_without_output(tmp_path: Path) -> None:
 
 
 def test_cli_encode_keeps_crlf(cs336_data: Path, tiktoken_gpt2, tmp_path: Path) -> None:
-    gpt2 = bytepair.Tokenizer.from_files(cs336_data / "gpt2_vocab.json",
-                                         cs336_data / "gpt2_merges.txt", [EOT])
+    gpt2 = bytepair.Tokenizer.from_files(
+        cs336_data / "gpt2_vocab.json", cs336_data / "gpt2_merges.txt", [EOT]
+    )
     gpt2.save(tmp_path / "gpt2")
     (tmp_path / "crlf.txt").write_bytes(b"hello\r\nworld\r\n\r\r\n")
-    done = subprocess.run([sys.executable, "-m", "bytepair.cli", "encode", str(tmp_path / "gpt2"),
-                           str(tmp_path / "crlf.txt"), "-o", str(tmp_path / "ids.npy")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bytepair.cli",
+            "encode",
+            str(tmp_path / "gpt2"),
+            str(tmp_path / "crlf.txt"),
+            "-o",
+            str(tmp_path / "ids.npy"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     ids = np.load(tmp_path / "ids.npy").tolist()
     assert ids == tiktoken_gpt2.encode_ordinary("hello\r\nworld\r\n\r\r\n")
@@ -203,8 +241,9 @@ def test_every_script_is_cut_into_chunks(tmp_path: Path, script: str, preset: st
     path.write_bytes(data)
     chunk = 1 << 16
     stats = bytepair.count.CountStats()
-    counts = bytepair.count_files(path, chunk_size=chunk, num_threads=2, stats=stats,
-                                  pattern=preset)
+    counts = bytepair.count_files(
+        path, chunk_size=chunk, num_threads=2, stats=stats, pattern=preset
+    )
     if (script, preset) != ("thai", "o200k"):
         assert stats.n_chunks >= len(data) // (2 * chunk)
         assert stats.max_chunk <= 2 * chunk
@@ -266,8 +305,10 @@ def test_chinese_trains_in_the_memory_of_english(tmp_path: Path) -> None:
         _generated_corpus(path, script, size)
         rss[script], chunks[script], busy = _peak_rss_of_counting(path)
         path.unlink()
-        print(f"{script}: peak RSS {rss[script] / 2**20:.0f} MiB, {chunks[script]} chunks, "
-              f"{busy:.2f} cores busy")
+        print(
+            f"{script}: peak RSS {rss[script] / 2**20:.0f} MiB, {chunks[script]} chunks, "
+            f"{busy:.2f} cores busy"
+        )
     assert rss["chinese"] < size / 2, rss
     assert 0.8 * rss["english"] <= rss["chinese"] <= 1.2 * rss["english"], rss
     assert chunks["chinese"] >= 0.8 * chunks["english"], chunks
@@ -289,12 +330,18 @@ def _encode_in_worker(tok: bytepair.Tokenizer, text: str) -> list[int]:
 
 
 def test_tokenizer_pickles_and_goes_to_worker_processes() -> None:
-    tok = bytepair.train_from_iterator(["the cat sat on the mat<|x|>, the end"] * 3, 265,
-                                       ["<|x|>", "<s p>"], pattern=r"\S+|\s+")
+    tok = bytepair.train_from_iterator(
+        ["the cat sat on the mat<|x|>, the end"] * 3, 265, ["<|x|>", "<s p>"], pattern=r"\S+|\s+"
+    )
     tok.unicode_version = "15.0.0"  # as `load` sets it from an older model file
     back = pickle.loads(pickle.dumps(tok))
     assert (back.vocab, back.merges, back.special_tokens, back.pattern, back.unicode_version) == (
-        tok.vocab, tok.merges, tok.special_tokens, tok.pattern, "15.0.0")
+        tok.vocab,
+        tok.merges,
+        tok.special_tokens,
+        tok.pattern,
+        "15.0.0",
+    )
     text = "the cat<|x|> <s p> sat"
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         assert pool.starmap(_encode_in_worker, [(tok, text)] * 2) == [tok.encode(text)] * 2
@@ -371,8 +418,12 @@ def test_core_entry_points_check_their_arguments() -> None:
     huge allocation; a uint16 output used to truncate ids silently."""
     merges, _ = _core.train_bpe(WordCounts([(b"abc", 2)]), 10**18)
     assert len(merges) == 2
-    enc = _core.Encoder([(i, bytes([i])) for i in range(256)] + [(70_000, b"ab")],
-                        [(b"a", b"b")], [], bytepair.GPT2_PATTERN)
+    enc = _core.Encoder(
+        [(i, bytes([i])) for i in range(256)] + [(70_000, b"ab")],
+        [(b"a", b"b")],
+        [],
+        bytepair.GPT2_PATTERN,
+    )
     assert enc.encode_to_numpy("ab", None, False).tolist() == [70_000]
     with pytest.raises(ValueError, match="uint16"):
         enc.encode_to_numpy("ab", None, True)
@@ -381,8 +432,12 @@ def test_core_entry_points_check_their_arguments() -> None:
 def test_one_megabyte_token_trains() -> None:
     word = "a" * (1 << 20)
     tok = bytepair.train_from_iterator([word, " b"], 256 + 5)
-    assert tok.merges[:4] == [(b"a", b"a"), (b"aa", b"aa"), (b"aaaa", b"aaaa"),
-                              (b"a" * 8, b"a" * 8)]
+    assert tok.merges[:4] == [
+        (b"a", b"a"),
+        (b"aa", b"aa"),
+        (b"aaaa", b"aaaa"),
+        (b"a" * 8, b"a" * 8),
+    ]
     assert tok.encode(word) == [tok.token_to_id(b"a" * 32)] * (1 << 15)
 
 
@@ -433,7 +488,8 @@ def test_absurd_thread_counts_are_capped(tmp_path: Path) -> None:
     path.write_text("the cat sat on the mat. " * 10_000, encoding="utf-8")
     with pytest.raises(ValueError, match="num_threads"):
         bytepair.count_files(path, num_threads=100_000)
-    done = _python("""
+    done = _python(
+        """
         import sys, bytepair
         from bytepair import _core
         counts = bytepair.WordCounts()
@@ -444,7 +500,9 @@ def test_absurd_thread_counts_are_capped(tmp_path: Path) -> None:
         tok = bytepair.train_from_counts(counts, 270)
         tok._core.encode_batch(["a cat"] * 10, None, 100_000)
         print(len(counts), peak_rss())
-    """, path)
+    """,
+        path,
+    )
     assert done.returncode == 0, done.stderr
     n, peak = map(int, done.stdout.split())
     assert n == 8 and peak < 500 << 20  # the, " the", " cat", " sat", " on", " mat", ".", " "

@@ -26,8 +26,10 @@ def _same(a: bytepair.Tokenizer, b: bytepair.Tokenizer) -> None:
 @pytest.fixture(scope="module")
 def counts(cs336_data: Path) -> dict[str, bytepair.WordCounts]:
     path = cs336_data / "corpus.en"
-    return {p: bytepair.count_files([path], special_tokens=[EOT], pattern=p)
-            for p in ("gpt2", "cl100k", "o200k")}
+    return {
+        p: bytepair.count_files([path], special_tokens=[EOT], pattern=p)
+        for p in ("gpt2", "cl100k", "o200k")
+    }
 
 
 def _run(counts, pattern: str, vocab_size: int, specials=(EOT,), **kw) -> bytepair.Tokenizer:
@@ -58,8 +60,13 @@ def test_continuing_keeps_special_token_ids(counts) -> None:
 def test_continue_from_a_saved_folder_with_a_new_special(counts, cs336_data, tmp_path) -> None:
     first = _run(counts, "cl100k", 257 + 100)
     first.save(tmp_path / "tok", formats=["hf"])
-    more = bytepair.train(cs336_data / "corpus.en", 258 + 200, [EOT, "<|pad|>"],
-                          continue_from=tmp_path / "tok" / "tokenizer.json", progress=False)
+    more = bytepair.train(
+        cs336_data / "corpus.en",
+        258 + 200,
+        [EOT, "<|pad|>"],
+        continue_from=tmp_path / "tok" / "tokenizer.json",
+        progress=False,
+    )
     assert more.pattern == bytepair.CL100K_PATTERN  # the tokenizer's pattern goes on
     assert more.special_tokens == {EOT: 356, "<|pad|>": 457}
     assert more.merges[:100] == first.merges and len(more.merges) == 200
@@ -67,8 +74,9 @@ def test_continue_from_a_saved_folder_with_a_new_special(counts, cs336_data, tmp
 
 def test_continue_from_gpt2_keeps_every_id(cs336_data: Path) -> None:
     gpt2 = bytepair.load(cs336_data / "gpt2_vocab.json")
-    more = bytepair.train(cs336_data / "corpus.en", 50257 + 20, [EOT], continue_from=gpt2,
-                          progress=False)
+    more = bytepair.train(
+        cs336_data / "corpus.en", 50257 + 20, [EOT], continue_from=gpt2, progress=False
+    )
     assert more.merges[:50000] == gpt2.merges and len(more.merges) == 50020
     assert all(more.vocab[i] == b for i, b in gpt2.vocab.items())
     assert sorted(set(more.vocab) - set(gpt2.vocab)) == list(range(50257, 50277))
@@ -103,8 +111,18 @@ def test_cli_save_at_and_continue_from(cs336_data: Path, tmp_path: Path) -> None
     corpus = cs336_data / "corpus.en"
 
     def train(out: Path, size: int, *extra: str) -> bytepair.Tokenizer:
-        args = ["train", str(corpus), "--vocab-size", str(size), "--special-token", EOT,
-                "-o", str(out), "--quiet", *extra]
+        args = [
+            "train",
+            str(corpus),
+            "--vocab-size",
+            str(size),
+            "--special-token",
+            EOT,
+            "-o",
+            str(out),
+            "--quiet",
+            *extra,
+        ]
         assert cli_main(args) == 0
         return bytepair.load(out)
 
@@ -115,6 +133,20 @@ def test_cli_save_at_and_continue_from(cs336_data: Path, tmp_path: Path) -> None
         assert (tmp_path / "big" / str(size) / "tokenizer.json").exists()
     more = train(tmp_path / "more", 900, "--continue-from", str(tmp_path / "big" / "400"))
     assert more.merges == big.merges
-    assert cli_main(["train", str(corpus), "--vocab-size", "500", "--save-at", "600",
-                     "-o", str(tmp_path / "bad"), "--quiet"]) == 2
+    assert (
+        cli_main(
+            [
+                "train",
+                str(corpus),
+                "--vocab-size",
+                "500",
+                "--save-at",
+                "600",
+                "-o",
+                str(tmp_path / "bad"),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert not (tmp_path / "bad").exists()

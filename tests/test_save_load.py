@@ -76,8 +76,12 @@ def test_save_load_roundtrip(request, tmp_path: Path, which: str) -> None:
     tok = request.getfixturevalue(which)
     tok.save(tmp_path / "model")
     assert sorted(os.listdir(tmp_path / "model")) == [
-        "bytepair.model", "merges.txt", "tokenizer.json", "tokenizer.tiktoken",
-        "tokenizer.tiktoken.json", "vocab.json",
+        "bytepair.model",
+        "merges.txt",
+        "tokenizer.json",
+        "tokenizer.tiktoken",
+        "tokenizer.tiktoken.json",
+        "vocab.json",
     ]
     model = tmp_path / "model"
     for source in (model, model / "bytepair.model", str(model)):
@@ -109,7 +113,9 @@ def test_save_load_odd_specials_and_pattern(tmp_path: Path) -> None:
     text = "ab new\nline🙃 q\"uote\\ <sp ace>\tümlaut's"
     assert back.encode(text) == tok.encode(text)
     gpt2_back = bytepair.Tokenizer.from_files(
-        tmp_path / "a" / "b" / "vocab.json", tmp_path / "a" / "b" / "merges.txt", specials,
+        tmp_path / "a" / "b" / "vocab.json",
+        tmp_path / "a" / "b" / "merges.txt",
+        specials,
         pattern=pattern,
     )
     _same(gpt2_back, tok)
@@ -121,8 +127,10 @@ def test_save_load_sparse_ids_and_unmerged_tokens(tmp_path: Path) -> None:
     assert tok.special_tokens == {"<s>": 1001}
     tok.save(tmp_path)
     _same(bytepair.load(tmp_path), tok)
-    _same(bytepair.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", ["<s>"]),
-          tok)
+    _same(
+        bytepair.Tokenizer.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", ["<s>"]),
+        tok,
+    )
 
 
 def test_save_overwrites(trained, trained_ws, tmp_path: Path) -> None:
@@ -201,10 +209,12 @@ def _hf_from_saved(directory: Path):
 
     model = models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt"))
     hf = tokenizers.Tokenizer(model)
-    hf.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(bytepair.GPT2_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    hf.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(bytepair.GPT2_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     hf.decoder = decoders.ByteLevel()
     return hf
 
@@ -214,8 +224,11 @@ def test_hf_tokenizers_read_our_files(request, cs336_data: Path, tmp_path: Path,
     tok = request.getfixturevalue(which)
     tok.save(tmp_path)
     hf = _hf_from_saved(tmp_path)
-    texts = [*SAMPLE_TEXTS, (cs336_data / "german.txt").read_text(encoding="utf-8"),
-             (cs336_data / "tinystories_sample.txt").read_text(encoding="utf-8")]
+    texts = [
+        *SAMPLE_TEXTS,
+        (cs336_data / "german.txt").read_text(encoding="utf-8"),
+        (cs336_data / "tinystories_sample.txt").read_text(encoding="utf-8"),
+    ]
     for text in texts:
         ids = tok.encode_ordinary(text)
         assert hf.encode(text, add_special_tokens=False).ids == ids, text[:40]
@@ -418,8 +431,15 @@ def test_model_truncated_inside_last_merge(tmp_path: Path) -> None:
     vocab = {i: bytes([i]) for i in range(256)}
     tokens = [b"ab", b"abc", b"de", b"def", b"defg", b"abcdef", b"abcdefg"]
     vocab |= {256 + i: t for i, t in enumerate(tokens)}
-    merges = [(b"a", b"b"), (b"ab", b"c"), (b"d", b"e"), (b"de", b"f"), (b"def", b"g"),
-              (b"abc", b"def"), (b"abc", b"defg")]
+    merges = [
+        (b"a", b"b"),
+        (b"ab", b"c"),
+        (b"d", b"e"),
+        (b"de", b"f"),
+        (b"def", b"g"),
+        (b"abc", b"def"),
+        (b"abc", b"defg"),
+    ]
     tok = bytepair.Tokenizer(vocab, merges)
     tok.save(tmp_path)
     model = (tmp_path / "bytepair.model").read_text(encoding="utf-8")
@@ -477,6 +497,22 @@ def test_save_into_a_file_path_is_an_error(trained, tmp_path: Path) -> None:
     assert target.read_text(encoding="utf-8") == "keep me"
     with pytest.raises(OSError):
         trained.save(target / "sub")
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [None, "tok", {"vocab": {}, "merges": []}, bytepair.WordCounts()],
+    ids=["None", "str", "dict", "WordCounts"],
+)
+def test_save_of_a_non_tokenizer_is_a_type_error(obj: object, tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"save\(\) takes a Tokenizer.*got " + type(obj).__name__):
+        bytepair.save(obj, tmp_path / "tok")  # type: ignore[arg-type]
+    assert not (tmp_path / "tok").exists()
+
+
+def test_save_with_its_arguments_swapped_names_the_order(trained, tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"got str .*call save\(tokenizer, folder\)"):
+        bytepair.save(str(tmp_path), trained)  # type: ignore[arg-type]
 
 
 def test_failed_save_keeps_old_files(trained, trained_ws, tmp_path: Path, monkeypatch) -> None:

@@ -11,8 +11,11 @@ import testdata
 
 
 def test_every_listed_file_ships_with_its_hash() -> None:
-    listed = re.findall(r"^\| `([^`]+)` \|.*\| `([0-9a-f]{64})` \|$",
-                        (testdata.DATA / "README.md").read_text(encoding="utf-8"), re.M)
+    listed = re.findall(
+        r"^\| `([^`]+)` \|.*\| `([0-9a-f]{64})` \|$",
+        (testdata.DATA / "README.md").read_text(encoding="utf-8"),
+        re.M,
+    )
     assert len(listed) >= 12
     for name, sha in listed:
         path = testdata.CS336 / name if (testdata.CS336 / name).exists() else testdata.DATA / name

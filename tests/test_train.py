@@ -37,8 +37,11 @@ SPECIAL = "<|endoftext|>"
 MAX_EXAMPLES = settings.default.max_examples
 DIFF_SETTINGS = dict(
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                           HealthCheck.data_too_large],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 STOPPED_EARLY = "stopped after"
 
@@ -74,7 +77,10 @@ def _quietly(fn, *args, **kwargs):
 def run_cli(*args: object, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "bytepair.cli", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
         env={**os.environ, "RUST_BACKTRACE": "0"},
     )
 
@@ -99,20 +105,39 @@ def test_corpus_en_train_bpe(cs336_data: Path, reference_result) -> None:
 
 
 @pytest.mark.parametrize(("num_threads", "chunk_size"), [(1, 1), (2, 97), (2, 1 << 22)])
-def test_corpus_en_train(cs336_data: Path, reference_result, num_threads: int,
-                         chunk_size: int) -> None:
-    tok = train(cs336_data / "corpus.en", 500, [SPECIAL], num_threads=num_threads,
-                chunk_size=chunk_size, progress=False)
+def test_corpus_en_train(
+    cs336_data: Path, reference_result, num_threads: int, chunk_size: int
+) -> None:
+    tok = train(
+        cs336_data / "corpus.en",
+        500,
+        [SPECIAL],
+        num_threads=num_threads,
+        chunk_size=chunk_size,
+        progress=False,
+    )
     assert tok.merges == reference_result[0]
     assert set(tok.vocab.values()) == reference_result[1]
     assert tok.special_tokens == {SPECIAL: 499}
 
 
-def test_corpus_en_cli_files(cs336_data: Path, reference_result, tmp_path: Path,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_corpus_en_cli_files(
+    cs336_data: Path, reference_result, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "model"
-    status = cli_main(["train", str(cs336_data / "corpus.en"), "--vocab-size", "500",
-                       "--special-token", SPECIAL, "-o", str(out), "--quiet"])
+    status = cli_main(
+        [
+            "train",
+            str(cs336_data / "corpus.en"),
+            "--vocab-size",
+            "500",
+            "--special-token",
+            SPECIAL,
+            "-o",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert status == 0
     assert capsys.readouterr().err == ""
     # The files themselves, read with the test's own decoder...
@@ -137,10 +162,23 @@ def test_corpus_en_matches_oracle_ids(cs336_data: Path) -> None:
 
 # --- the worked example of docs/spec.md §1 --------------------------------------------------------
 
-WORKED = ("low low low low low lower lower widest widest widest "
-          "newest newest newest newest newest newest")
-WORKED_MERGES = ["s t", "e st", "o w", "l ow", "w est", "n e", "ne west", "w i", "wi d", "wid est",
-                 "low e", "lowe r"]
+WORKED = (
+    "low low low low low lower lower widest widest widest newest newest newest newest newest newest"
+)
+WORKED_MERGES = [
+    "s t",
+    "e st",
+    "o w",
+    "l ow",
+    "w est",
+    "n e",
+    "ne west",
+    "w i",
+    "wi d",
+    "wid est",
+    "low e",
+    "lowe r",
+]
 
 
 def test_spec_worked_example(tmp_path: Path) -> None:
@@ -186,8 +224,10 @@ def _check_against_oracle(text: str, specials: list[str], vocab_size: int, folde
         for chunk_size in (1, 5, None):
             kwargs = {} if chunk_size is None else {"chunk_size": chunk_size}
             runs[f"train threads={num_threads} chunk={chunk_size}"] = (
-                lambda n=num_threads, kw=kwargs: train(path, vocab_size, specials, num_threads=n,
-                                                       progress=False, **kw))
+                lambda n=num_threads, kw=kwargs: train(
+                    path, vocab_size, specials, num_threads=n, progress=False, **kw
+                )
+            )
     for name, run in runs.items():
         tok, messages = _quietly(run)
         assert tok.merges == expected_merges, name
@@ -246,8 +286,9 @@ def test_one_byte_special_token_gets_its_own_id(special: str) -> None:
     assert tok.vocab == expected_vocab
 
 
-def test_progress_bars_do_not_change_the_result(stories: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_bars_do_not_change_the_result(
+    stories: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     quiet = train(stories, 300, [SPECIAL], progress=False)
     assert capsys.readouterr().err == ""
     shown = train(stories, 300, [SPECIAL], progress=True)
@@ -270,7 +311,7 @@ def stories(cs336_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     quarter = len(lines) // 4
     docs = []
     for i in range(4):
-        docs += [tiny, "".join(lines[i * quarter:(i + 1) * quarter])]
+        docs += [tiny, "".join(lines[i * quarter : (i + 1) * quarter])]
     path = tmp_path_factory.mktemp("stories") / "stories.txt"
     path.write_text(SPECIAL.join(docs), encoding="utf-8")
     return path
@@ -279,7 +320,8 @@ def stories(cs336_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_same_result_for_threads_and_chunk_sizes(stories: Path) -> None:
     results = [
         _result(train(stories, 600, [SPECIAL], num_threads=n, chunk_size=c, progress=False))
-        for n in (1, 2) for c in (3, 4096, 1 << 24)
+        for n in (1, 2)
+        for c in (3, 4096, 1 << 24)
     ]
     assert all(r == results[0] for r in results)
     text = stories.read_text(encoding="utf-8")
@@ -295,14 +337,16 @@ def test_same_result_for_files_in_either_order(stories: Path, tmp_path: Path) ->
     whole = _result(train(stories, 600, [SPECIAL], progress=False))
     for paths in ([first, second], [second, first]):
         for num_threads in (1, 2):
-            got = train(paths, 600, [SPECIAL], num_threads=num_threads, chunk_size=64,
-                        progress=False)
+            got = train(
+                paths, 600, [SPECIAL], num_threads=num_threads, chunk_size=64, progress=False
+            )
             assert _result(got) == whole
 
 
 @settings(max_examples=max(10, MAX_EXAMPLES // 4), **DIFF_SETTINGS)
-@given(docs=st.lists(st.text(alphabet="ab é\n", max_size=15), min_size=2, max_size=8),
-       data=st.data())
+@given(
+    docs=st.lists(st.text(alphabet="ab é\n", max_size=15), min_size=2, max_size=8), data=st.data()
+)
 def test_split_files_fuzz(tmp_path: Path, docs: list[str], data: st.DataObject) -> None:
     text = SPECIAL.join(docs)
     cut = data.draw(st.integers(1, len(docs) - 1))
@@ -315,8 +359,7 @@ def test_split_files_fuzz(tmp_path: Path, docs: list[str], data: st.DataObject) 
     for paths in ([first, second], [second, first]):
         if not any(p.stat().st_size for p in paths):
             continue
-        tok, _ = _quietly(train, paths, 290, [SPECIAL], num_threads=2, chunk_size=3,
-                          progress=False)
+        tok, _ = _quietly(train, paths, 290, [SPECIAL], num_threads=2, chunk_size=3, progress=False)
         assert _result(tok) == (expected_merges, expected_vocab)
 
 
@@ -359,9 +402,10 @@ def test_word_counts_basics() -> None:
 
 
 @settings(max_examples=max(10, MAX_EXAMPLES // 2), **DIFF_SETTINGS)
-@given(table=st.dictionaries(st.binary(min_size=1, max_size=20), st.integers(0, 2**50),
-                             max_size=12),
-       extra=st.integers(0, 40))
+@given(
+    table=st.dictionaries(st.binary(min_size=1, max_size=20), st.integers(0, 2**50), max_size=12),
+    extra=st.integers(0, 40),
+)
 def test_train_from_counts_matches_oracle(table: dict[bytes, int], extra: int) -> None:
     # Counts above 2**32 must not overflow; words longer than 15 bytes take the other table path;
     # words counted 0 times weigh nothing (the oracle drops them).
@@ -451,8 +495,9 @@ def test_api_directory(tmp_path: Path) -> None:
         train(tmp_path, 300, [SPECIAL])
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root can read a chmod 000 file")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root can read a chmod 000 file"
+)
 def test_api_unreadable_file(small: Path) -> None:
     small.chmod(0)
     try:
@@ -482,8 +527,9 @@ def test_api_empty_iterator(texts: list[str]) -> None:
         train_from_iterator(texts, 300, [SPECIAL])
 
 
-@pytest.mark.parametrize(("specials", "minimum"),
-                         [([], 256), ([SPECIAL], 257), (["<a>", "<b>"], 258)])
+@pytest.mark.parametrize(
+    ("specials", "minimum"), [([], 256), ([SPECIAL], 257), (["<a>", "<b>"], 258)]
+)
 def test_api_vocab_size_too_small(small: Path, specials: list[str], minimum: int) -> None:
     with pytest.raises(ValueError, match=rf"minimum is {minimum}\b"):
         train(small, minimum - 1, specials)
@@ -524,7 +570,8 @@ def test_api_invalid_utf8_replace_warns_with_count(tmp_path: Path) -> None:
     with pytest.warns(UserWarning, match=r"replaced 4 invalid UTF-8"):
         tok = train(path, 260, [], progress=False)
     expected_vocab, expected_merges = ref.train(
-        path.read_bytes().decode("utf-8", "replace"), 260, [])
+        path.read_bytes().decode("utf-8", "replace"), 260, []
+    )
     assert _result(tok) == (expected_merges, expected_vocab)
 
 
@@ -564,21 +611,24 @@ def _assert_cli_error(result: subprocess.CompletedProcess[str], *needles: str) -
 
 
 def test_cli_missing_file(tmp_path: Path) -> None:
-    result = run_cli("train", tmp_path / "nope.txt", "--vocab-size", 300, "-o", tmp_path / "out",
-                     cwd=tmp_path)
+    result = run_cli(
+        "train", tmp_path / "nope.txt", "--vocab-size", 300, "-o", tmp_path / "out", cwd=tmp_path
+    )
     _assert_cli_error(result, "nope.txt", "not found")
     assert not (tmp_path / "out").exists()
 
 
 def test_cli_directory(tmp_path: Path) -> None:
     (tmp_path / "folder").mkdir()
-    result = run_cli("train", tmp_path / "folder", "--vocab-size", 300, "-o", tmp_path / "out",
-                     cwd=tmp_path)
+    result = run_cli(
+        "train", tmp_path / "folder", "--vocab-size", 300, "-o", tmp_path / "out", cwd=tmp_path
+    )
     _assert_cli_error(result, "folder", "directory")
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root can read a chmod 000 file")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root can read a chmod 000 file"
+)
 def test_cli_unreadable_file(small: Path, tmp_path: Path) -> None:
     small.chmod(0)
     try:
@@ -590,30 +640,52 @@ def test_cli_unreadable_file(small: Path, tmp_path: Path) -> None:
 
 def test_cli_empty_file(tmp_path: Path) -> None:
     (tmp_path / "empty.txt").write_bytes(b"")
-    result = run_cli("train", tmp_path / "empty.txt", "--vocab-size", 300, "-o", tmp_path / "out",
-                     cwd=tmp_path)
+    result = run_cli(
+        "train", tmp_path / "empty.txt", "--vocab-size", 300, "-o", tmp_path / "out", cwd=tmp_path
+    )
     _assert_cli_error(result, "empty.txt", "empty")
     assert not (tmp_path / "out").exists()
 
 
 def test_cli_vocab_size_too_small(small: Path, tmp_path: Path) -> None:
-    result = run_cli("train", small, "--vocab-size", 256, "--special-token", SPECIAL,
-                     "--special-token", "<pad>", "-o", tmp_path / "out", cwd=tmp_path)
+    result = run_cli(
+        "train",
+        small,
+        "--vocab-size",
+        256,
+        "--special-token",
+        SPECIAL,
+        "--special-token",
+        "<pad>",
+        "-o",
+        tmp_path / "out",
+        cwd=tmp_path,
+    )
     _assert_cli_error(result, "258", "256")
 
 
 @pytest.mark.parametrize(("specials", "needle"), [([""], "empty"), ([SPECIAL, SPECIAL], "twice")])
-def test_cli_bad_special_tokens(small: Path, tmp_path: Path, specials: list[str],
-                                needle: str) -> None:
+def test_cli_bad_special_tokens(
+    small: Path, tmp_path: Path, specials: list[str], needle: str
+) -> None:
     args = [x for s in specials for x in ("--special-token", s)]
-    result = run_cli("train", small, "--vocab-size", 300, *args, "-o", tmp_path / "out",
-                     cwd=tmp_path)
+    result = run_cli(
+        "train", small, "--vocab-size", 300, *args, "-o", tmp_path / "out", cwd=tmp_path
+    )
     _assert_cli_error(result, needle)
 
 
-@pytest.mark.parametrize(("option", "value"), [("--vocab-size", "lots"), ("--vocab-size", "3e2"),
-                                                ("--threads", "two"), ("--threads", "0"),
-                                                ("--threads", "-1"), ("--errors", "ignore")])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--vocab-size", "lots"),
+        ("--vocab-size", "3e2"),
+        ("--threads", "two"),
+        ("--threads", "0"),
+        ("--threads", "-1"),
+        ("--errors", "ignore"),
+    ],
+)
 def test_cli_bad_numbers_and_choices(small: Path, tmp_path: Path, option: str, value: str) -> None:
     args = {"--vocab-size": "300", "--threads": "1", "--errors": "replace"}
     args[option] = value
@@ -635,8 +707,9 @@ def test_cli_invalid_utf8_count_survives_quiet(tmp_path: Path) -> None:
     # Regression: --quiet used to drop the count (it was only part of the summary).
     path = tmp_path / "bad.txt"
     path.write_bytes(b"hello \xff world \xfe\xfe x")
-    result = run_cli("train", path, "--vocab-size", 260, "-o", tmp_path / "out", "--quiet",
-                     cwd=tmp_path)
+    result = run_cli(
+        "train", path, "--vocab-size", 260, "-o", tmp_path / "out", "--quiet", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert "warning" in result.stderr and "replaced 3 invalid UTF-8" in result.stderr
 
@@ -644,15 +717,33 @@ def test_cli_invalid_utf8_count_survives_quiet(tmp_path: Path) -> None:
 def test_cli_invalid_utf8_strict(tmp_path: Path) -> None:
     path = tmp_path / "bad.txt"
     path.write_bytes(b"hello \xff world")
-    result = run_cli("train", path, "--vocab-size", 260, "--errors", "strict",
-                     "-o", tmp_path / "out", cwd=tmp_path)
+    result = run_cli(
+        "train",
+        path,
+        "--vocab-size",
+        260,
+        "--errors",
+        "strict",
+        "-o",
+        tmp_path / "out",
+        cwd=tmp_path,
+    )
     _assert_cli_error(result, str(path), "byte offset 6")
     assert not (tmp_path / "out").exists()
 
 
 def test_cli_bad_pattern(small: Path, tmp_path: Path) -> None:
-    result = run_cli("train", small, "--vocab-size", 300, "--pattern", "(unclosed",
-                     "-o", tmp_path / "out", cwd=tmp_path)
+    result = run_cli(
+        "train",
+        small,
+        "--vocab-size",
+        300,
+        "--pattern",
+        "(unclosed",
+        "-o",
+        tmp_path / "out",
+        cwd=tmp_path,
+    )
     _assert_cli_error(result, "(unclosed")
 
 
@@ -665,8 +756,19 @@ def test_cli_output_is_a_file(small: Path, tmp_path: Path) -> None:
 def test_cli_ten_megabytes_of_one_character(tmp_path: Path) -> None:
     path = tmp_path / "aaaa.txt"
     path.write_bytes(b"a" * 10_000_000)
-    result = run_cli("train", path, "--vocab-size", 256 + 14, "-o", tmp_path / "out", "--quiet",
-                     "--threads", 2, cwd=tmp_path, timeout=120)
+    result = run_cli(
+        "train",
+        path,
+        "--vocab-size",
+        256 + 14,
+        "-o",
+        tmp_path / "out",
+        "--quiet",
+        "--threads",
+        2,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     merges = _read_reference_merges(tmp_path / "out" / "merges.txt")
@@ -676,8 +778,17 @@ def test_cli_ten_megabytes_of_one_character(tmp_path: Path) -> None:
 def test_cli_only_special_tokens(tmp_path: Path) -> None:
     path = tmp_path / "specials.txt"
     path.write_text(SPECIAL * 50)
-    result = run_cli("train", path, "--vocab-size", 300, "--special-token", SPECIAL,
-                     "-o", tmp_path / "out", cwd=tmp_path)
+    result = run_cli(
+        "train",
+        path,
+        "--vocab-size",
+        300,
+        "--special-token",
+        SPECIAL,
+        "-o",
+        tmp_path / "out",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "warning" in result.stderr and "stopped after 0 of 43 merges" in result.stderr

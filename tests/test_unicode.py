@@ -47,8 +47,12 @@ def test_scanner_equals_regex_engine_on_every_code_point(preset: str, context: s
     engine = f"(?:{PRESETS[preset]})"  # the same pattern, not recognised as a preset
     text = DELIMITER.join(context.format(c=c) for c in ALL_CHARS)
     if pretokenize(text, pattern=preset) != pretokenize(text, pattern=engine):
-        bad = [c for c in ALL_CHARS if pretokenize(context.format(c=c), pattern=preset)
-               != pretokenize(context.format(c=c), pattern=engine)]
+        bad = [
+            c
+            for c in ALL_CHARS
+            if pretokenize(context.format(c=c), pattern=preset)
+            != pretokenize(context.format(c=c), pattern=engine)
+        ]
         pytest.fail(f"{len(bad)} code points differ, e.g. {[f'U+{ord(c):04X}' for c in bad[:10]]}")
 
 
@@ -151,8 +155,14 @@ def pools() -> dict[str, list[str]]:
         "new": sorted(new_16 | new_17),
         "marks": regex.findall(r"\p{M}", ALL_CHARS),
         "emoji": regex.findall(r"\p{Extended_Pictographic}", ALL_CHARS),
-        "emoji_parts": ["\u200d", "\ufe0f", "\u20e3", *map(chr, range(0x1F3FB, 0x1F400)),
-                        *map(chr, range(0x1F1E6, 0x1F200)), *map(chr, range(0xE0020, 0xE0080))],
+        "emoji_parts": [
+            "\u200d",
+            "\ufe0f",
+            "\u20e3",
+            *map(chr, range(0x1F3FB, 0x1F400)),
+            *map(chr, range(0x1F1E6, 0x1F200)),
+            *map(chr, range(0xE0020, 0xE0080)),
+        ],
         "space": [*regex.findall(r"\s", ALL_CHARS), "\x1c", "\x1d", "\x1e", "\x1f", "\r\n"],
         "ascii": [*"abcXYZ019 '!.-\n", "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "  "],
     }

@@ -23,8 +23,9 @@ BASELINE = f"manylinux_2_17_{platform.machine()}"
 
 def tracked(*folders: str) -> list[str]:
     """The files git tracks under `folders`, relative to the repository."""
-    out = subprocess.run(["git", "ls-files", "--", *folders], cwd=REPO, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "--", *folders], cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout
     return [line for line in out.splitlines() if line]
 
 
@@ -36,8 +37,9 @@ def check_wheel(wheel: Path, auditwheel: str) -> list[str]:
     # auditwheel names the most compatible tag the symbols allow; a newer glibc symbol or an
     # external library moves it past the baseline.
     if shown.returncode != 0 or f'"{BASELINE}"' not in " ".join(shown.stdout.split()):
-        problems.append(f"{wheel.name}: auditwheel does not find it {BASELINE}:\n{shown.stdout}"
-                        f"{shown.stderr}")
+        problems.append(
+            f"{wheel.name}: auditwheel does not find it {BASELINE}:\n{shown.stdout}{shown.stderr}"
+        )
     names = set(zipfile.ZipFile(wheel).namelist())
     need = {p.removeprefix("src/") for p in tracked("src/bytepair") if not p.endswith(".so")}
     need |= {"bytepair/_core.abi3.so", "bytepair/py.typed", "bytepair/_core.pyi"}
@@ -56,16 +58,24 @@ def check_sdist(sdist: Path) -> list[str]:
     need += ["pyproject.toml", "README.md", "LICENSE"]
     # maturin moves the crate under the sdist's own layout; compare by path tails.
     tails = {n.split("/", 1)[1] if n.startswith("rust/") else n for n in names}
-    return [f"{sdist.name} lacks {n}" for n in need
-            if n not in names and n.removeprefix("rust/") not in tails]
+    return [
+        f"{sdist.name} lacks {n}"
+        for n in need
+        if n not in names and n.removeprefix("rust/") not in tails
+    ]
 
 
 def main() -> int:
     dist = Path(sys.argv[1] if len(sys.argv) > 1 else "dist")
     auditwheel = str(Path(sys.executable).parent / "auditwheel")
     wheels, sdists = sorted(dist.glob("bytepair-*.whl")), sorted(dist.glob("bytepair-*.tar.gz"))
-    problems = [] if len(wheels) == 1 and len(sdists) == 1 else [
-        f"{dist}: expected one wheel and one sdist, found {[p.name for p in wheels + sdists]}"]
+    problems = (
+        []
+        if len(wheels) == 1 and len(sdists) == 1
+        else [
+            f"{dist}: expected one wheel and one sdist, found {[p.name for p in wheels + sdists]}"
+        ]
+    )
     for wheel in wheels:
         problems += check_wheel(wheel, auditwheel)
     for sdist in sdists:

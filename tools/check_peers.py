@@ -76,16 +76,21 @@ def check(pattern: str, args: argparse.Namespace) -> bool:
         seconds["tiktoken"] += time.perf_counter() - t
         for i, (a, b, c) in enumerate(zip(ours, theirs_hf, theirs_tt, strict=True)):
             if not a == b == c:
-                print(f"{pattern}: document {n_docs + i} differs (hf {a == b}, tiktoken {a == c}): "
-                      f"{docs[i][:200]!r}")
+                print(
+                    f"{pattern}: document {n_docs + i} differs (hf {a == b}, tiktoken {a == c}): "
+                    f"{docs[i][:200]!r}"
+                )
                 return False
         n_docs += len(docs)
         n_ids += sum(map(len, ours))
         n_bytes += sum(len(d.encode("utf-8")) for d in docs)
     speeds = ", ".join(f"{k} {n_bytes / 1e6 / s:.1f} MB/s" for k, s in seconds.items())
-    print(f"{pattern}: trained {tok.n_vocab} tokens in {trained:.1f} s; {n_docs:,} documents, "
-          f"{n_bytes / 1e6:,.1f} MB, {n_ids:,} ids: identical in bytepair, HF tokenizers and "
-          f"tiktoken ({speeds}; {args.threads} threads)", flush=True)
+    print(
+        f"{pattern}: trained {tok.n_vocab} tokens in {trained:.1f} s; {n_docs:,} documents, "
+        f"{n_bytes / 1e6:,.1f} MB, {n_ids:,} ids: identical in bytepair, HF tokenizers and "
+        f"tiktoken ({speeds}; {args.threads} threads)",
+        flush=True,
+    )
     return True
 
 

@@ -14,8 +14,6 @@ import unicode_diff
 
 if __name__ == "__main__":
     unicode_diff.DIFF_FILE.parent.mkdir(exist_ok=True)
-    ranges = unicode_diff.diff_ranges(
-        unicode_diff.bytepair_classes(), unicode_diff.regex_classes()
-    )
+    ranges = unicode_diff.diff_ranges(unicode_diff.bytepair_classes(), unicode_diff.regex_classes())
     unicode_diff.DIFF_FILE.write_text(unicode_diff.render(ranges), encoding="utf-8")
     print(f"wrote {unicode_diff.DIFF_FILE}: {len(ranges)} ranges")

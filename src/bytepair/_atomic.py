@@ -13,7 +13,7 @@ from pathlib import Path
 _ATTEMPTS = 100
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes, *, sync: bool = True) -> None:
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, sync: bool = True) -> None:
     """Writes `data` (str as UTF-8) to `path` through a temporary file in the same folder and a
     rename, so a reader never sees a partial file; the file gets the usual permissions (0666
     less the umask). `sync`: on the disk before the rename, so that it survives a machine

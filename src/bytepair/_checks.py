@@ -113,7 +113,9 @@ def check_callback(progress: object) -> None:
         )
 
 
-def check_input_files(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
+def check_input_files(
+    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+) -> list[Path]:
     """Existing, readable regular files; the error names the first that is not."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]

@@ -1,8 +1,12 @@
-"""Stubs for the Rust core (see rust/src/py.rs); use the public API in `bytepair` instead."""
+"""Stubs for the Rust core (see rust/src/py.rs and rust/src/py/); use the public API in
+`bytepair` instead."""
 
+import os
 from collections.abc import Callable, Sequence
+from typing import Literal, final
 
 import numpy as np
+import numpy.typing as npt
 
 GPT2_PATTERN: str
 CL100K_PATTERN: str
@@ -10,8 +14,9 @@ O200K_PATTERN: str
 UNICODE_VERSION: str
 __version__: str
 
+@final
 class WordCounts:
-    def __init__(self, items: Sequence[tuple[bytes, int]] | None = None) -> None: ...
+    def __new__(cls, items: Sequence[tuple[bytes, int]] | None = None) -> WordCounts: ...
     def __len__(self) -> int: ...
     def total(self) -> int: ...
     def merge(self, other: WordCounts) -> None: ...
@@ -22,18 +27,19 @@ class WordCounts:
     def to_partitions(self, n_parts: int) -> list[bytes]: ...
     def add_bytes(self, data: bytes) -> int: ...
 
+@final
 class Encoder:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         vocab: list[tuple[int, bytes]],
         merges: list[tuple[bytes, bytes]],
         special_tokens: list[tuple[str, int]],
         pattern: str,
-    ) -> None: ...
+    ) -> Encoder: ...
     def encode(self, text: str, allowed_special: list[str] | None = None) -> list[int]: ...
     def encode_to_numpy(
         self, text: str, allowed_special: list[str] | None = None, small: bool = False
-    ) -> np.ndarray: ...
+    ) -> npt.NDArray[np.uint16] | npt.NDArray[np.uint32]: ...
     def encode_batch(
         self, texts: list[str], allowed_special: list[str] | None = None, num_threads: int = 1
     ) -> list[list[int]]: ...
@@ -43,7 +49,7 @@ class Encoder:
         allowed_special: list[str] | None = None,
         num_threads: int = 1,
         small: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray]: ...
+    ) -> tuple[npt.NDArray[np.uint16] | npt.NDArray[np.uint32], npt.NDArray[np.uint64]]: ...
     def encode_prefix(
         self, text: str, allowed_special: list[str] | None = None, last: bool = False
     ) -> tuple[list[int], int]: ...
@@ -51,7 +57,7 @@ class Encoder:
 
 def count_file(
     counts: WordCounts,
-    path: str,
+    path: str | os.PathLike[str],
     *,
     start: int,
     end: int,
@@ -73,12 +79,12 @@ def count_texts(
 def sum_blobs(blobs: list[bytes]) -> bytes: ...
 def table_of_blobs(blobs: list[bytes], *, num_threads: int) -> WordCounts: ...
 def counts_file_bytes(counts: WordCounts, meta: bytes, n_parts: int) -> bytes: ...
-def read_counts_header(path: str) -> tuple[bytes, int]: ...
+def read_counts_header(path: str | os.PathLike[str]) -> tuple[bytes, int]: ...
 def read_counts_file(
-    counts: WordCounts, path: str, *, parts: list[int] | None = None
+    counts: WordCounts, path: str | os.PathLike[str], *, parts: list[int] | None = None
 ) -> tuple[bytes, int]: ...
 def find_cuts(
-    path: str,
+    path: str | os.PathLike[str],
     targets: list[int],
     *,
     special_tokens: list[str],
@@ -86,7 +92,7 @@ def find_cuts(
     max_back: int = ...,
 ) -> list[int | None]: ...
 def pretokenize(text: str, *, special_tokens: list[str], pattern: str) -> list[str]: ...
-def pretokenizer_kind(pattern: str) -> str: ...
+def pretokenizer_kind(pattern: str) -> Literal["gpt2", "cl100k", "o200k", "regex"]: ...
 def encode_block(
     encoder: Encoder,
     data: bytes,
@@ -95,11 +101,12 @@ def encode_block(
     piece_bytes: int,
     num_threads: int,
     small: bool,
-) -> tuple[np.ndarray, np.ndarray, int]: ...
+) -> tuple[npt.NDArray[np.uint16] | npt.NDArray[np.uint32], npt.NDArray[np.uint64], int]: ...
 def train_bpe(
     counts: WordCounts,
     num_merges: int,
     *,
+    num_threads: int = 1,
     consume: bool = False,
     progress: Callable[[int], object] | None = None,
     start: list[tuple[int, int]] = ...,

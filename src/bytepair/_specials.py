@@ -6,6 +6,7 @@ the Rust encoder does the matching.
 
 from __future__ import annotations
 
+import enum
 import functools
 import re
 from collections.abc import Collection, Iterable
@@ -13,14 +14,22 @@ from typing import Literal
 
 AllowedSpecial = Literal["all"] | Collection[str]
 
-#: `quick_policy`'s answer when the general `policy` and `refuse` must run.
-SLOW = object()
+
+class _Slow(enum.Enum):
+    SLOW = enum.auto()
+
+
+#: `quick_policy`'s answer when the general `policy` and `refuse` must run (an enum member, so
+#: that `is SLOW` narrows the answer's type).
+SLOW = _Slow.SLOW
 #: The special tokens to match when none are.
 NO_SPECIALS: list[str] = []
-_EMPTY = frozenset()
+_EMPTY: frozenset[str] = frozenset()
 
 
-def quick_policy(text, allowed_special, disallowed_special):
+def quick_policy(
+    text: object, allowed_special: AllowedSpecial, disallowed_special: AllowedSpecial
+) -> list[str] | Literal[_Slow.SLOW] | None:
     """The special tokens to match for the two common calls on a str (all, or none with
     nothing disallowed), else `SLOW`: per-document encoding calls this millions of times, and
     the general `policy` + `refuse` were half of a short text's time."""

@@ -63,7 +63,7 @@ def _check_errors(errors: str) -> bool:
 
 
 def count_files(
-    paths: str | os.PathLike | Iterable[str | os.PathLike],
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     special_tokens: Iterable[str] | None = None,
     pattern: str = "gpt2",
@@ -93,7 +93,7 @@ def count_files(
 
 
 def count_ranges(
-    ranges: Iterable[tuple[str | os.PathLike, int, int | None]],
+    ranges: Iterable[tuple[str | os.PathLike[str], int, int | None]],
     *,
     special_tokens: Iterable[str] | None = None,
     pattern: str = "gpt2",
@@ -122,6 +122,11 @@ def count_ranges(
     stats = stats if stats is not None else CountStats()
     for path, start, end in ranges:
         done = stats.n_bytes
+        # progress over all ranges (a typed name: mypy infers no type for this lambda as an
+        # argument inside the loop)
+        reported: Callable[[int], object] | None = (
+            None if progress is None else (lambda n, done=done: progress(done + n))
+        )
         n_bytes, n_replaced, n_chunks, max_chunk = _core.count_file(
             total,
             os.fspath(path),
@@ -132,7 +137,7 @@ def count_ranges(
             strict=strict,
             chunk_size=chunk_size,
             num_threads=threads,
-            progress=None if progress is None else (lambda n, done=done: progress(done + n)),
+            progress=reported,
         )
         stats.n_bytes += n_bytes
         stats.n_replaced += n_replaced

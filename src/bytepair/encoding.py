@@ -10,8 +10,9 @@ import functools
 import itertools
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from . import _core
 from ._checks import (
@@ -27,6 +28,12 @@ from ._specials import NO_SPECIALS, SLOW, AllowedSpecial, policy, quick_policy, 
 from .formats import ModelData, read, write
 from .formats.gpt2 import read_pair
 from .patterns import resolve_pattern
+
+if TYPE_CHECKING:  # numpy loads only when ids go out as arrays
+    import numpy as np
+    import numpy.typing as npt
+
+    from .decoding import IncrementalDecoder
 
 __all__ = ["AllowedSpecial", "Tokenizer", "core_encoder", "load", "model_data", "save"]
 
@@ -81,8 +88,8 @@ class Tokenizer:
     @classmethod
     def from_files(
         cls,
-        vocab_filepath: str | os.PathLike,
-        merges_filepath: str | os.PathLike,
+        vocab_filepath: str | os.PathLike[str],
+        merges_filepath: str | os.PathLike[str],
         special_tokens: Iterable[str] | None = None,
         *,
         pattern: str = "gpt2",
@@ -135,7 +142,7 @@ class Tokenizer:
         return (_rebuild, (*state, self.unicode_version))
 
     def save(
-        self, directory: str | os.PathLike, *, formats: Iterable[str] | None = None
+        self, directory: str | os.PathLike[str], *, formats: Iterable[str] | None = None
     ) -> list[Path]:
         """Writes the tokenizer into `directory` (atomically) in every format: GPT-2
         `vocab.json` + `merges.txt`, HF `tokenizer.json`, `tokenizer.tiktoken` + its sidecar and
@@ -200,10 +207,10 @@ class Tokenizer:
         self,
         text: str,
         *,
-        dtype: object = None,
+        dtype: npt.DTypeLike | None = None,
         allowed_special: AllowedSpecial = "all",
         disallowed_special: AllowedSpecial = (),
-    ):
+    ) -> npt.NDArray[np.uint16] | npt.NDArray[np.uint32]:
         """Ids of `text` as a numpy array: uint16 when every id fits, else uint32 (or `dtype`:
         uint16 or uint32).
 
@@ -225,10 +232,10 @@ class Tokenizer:
         texts: Sequence[str],
         *,
         num_threads: int | None = None,
-        dtype: object = None,
+        dtype: npt.DTypeLike | None = None,
         allowed_special: AllowedSpecial = "all",
         disallowed_special: AllowedSpecial = (),
-    ):
+    ) -> tuple[npt.NDArray[np.uint16] | npt.NDArray[np.uint32], npt.NDArray[np.uint64]]:
         """The ids of every text in one flat numpy array, and `offsets` (uint64, one more than
         the texts) such that text i's ids are `ids[offsets[i]:offsets[i + 1]]`: the form corpus
         tools and data loaders want, with no Python object per id. dtype as `encode_to_numpy`.
@@ -250,13 +257,14 @@ class Tokenizer:
             self._small_dtype(dtype),
         )
 
-    def _small_dtype(self, dtype: object) -> bool:
+    def _small_dtype(self, dtype: npt.DTypeLike | None) -> bool:
         """Whether ids go out as uint16: when every id fits, unless `dtype` says uint32."""
         fits = self._n_vocab <= 1 << 16
         if dtype is None:
             return fits
         import numpy as np
 
+        wanted: np.dtype[np.generic] | None
         try:
             wanted = np.dtype(dtype)
         except TypeError:
@@ -356,7 +364,7 @@ class Tokenizer:
 
         return decode_with_offsets(self, ids)
 
-    def incremental_decoder(self):
+    def incremental_decoder(self) -> IncrementalDecoder:
         """A decoder for streamed ids that returns only whole characters (see `decoding.py`)."""
         from .decoding import IncrementalDecoder
 
@@ -394,7 +402,7 @@ _warned_unicode: set[str] = set()
 
 
 def load(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     pattern: str | None = None,
     special_tokens: Iterable[str] | dict[str, int] | None = None,
@@ -419,7 +427,7 @@ def load(
 
 
 def save(
-    tok: Tokenizer, directory: str | os.PathLike, *, formats: Iterable[str] | None = None
+    tok: Tokenizer, directory: str | os.PathLike[str], *, formats: Iterable[str] | None = None
 ) -> list[Path]:
     """Writes the tokenizer into `directory` in every format (or those named: "bytepair",
     "hf", "gpt2", "tiktoken"); every file is rendered before any is written, so a format that
@@ -427,6 +435,11 @@ def save(
 
     >>> save(tok, "tok/", formats=["hf"])  # doctest: +SKIP
     """
+    if not isinstance(tok, Tokenizer):
+        raise TypeError(
+            f"save() takes a Tokenizer to write, got {type(tok).__name__} ({tok!r:.60}); "
+            f"call save(tokenizer, folder)"
+        )
     return write(model_data(tok), directory, formats=formats)
 
 
@@ -459,9 +472,16 @@ def _check_unicode(version: str, path: Path) -> None:
 
 
 _NO_ARG = object()
+_R = TypeVar("_R")
 
 
-def _utf8(call, texts, allowed, b=_NO_ARG, c=_NO_ARG):
+def _utf8(
+    call: Callable[..., _R],
+    texts: str | list[str],
+    allowed: list[str] | None,
+    b: object = _NO_ARG,
+    c: object = _NO_ARG,
+) -> _R:
     """`call(texts, allowed[, b[, c]])`; if a text has lone surrogates, which UTF-8 cannot
     encode (the core then refuses it with UnicodeEncodeError), again with every text fixed by
     `check_text`. Checking every text first cost a UTF-8 copy of each non-ASCII one: ~10% of
@@ -475,7 +495,9 @@ def _utf8(call, texts, allowed, b=_NO_ARG, c=_NO_ARG):
         return _call(call, fixed, allowed, b, c)
 
 
-def _call(call, texts, allowed, b, c):
+def _call(
+    call: Callable[..., _R], texts: str | list[str], allowed: list[str] | None, b: object, c: object
+) -> _R:
     if b is _NO_ARG:
         return call(texts, allowed)
     if c is _NO_ARG:

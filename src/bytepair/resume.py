@@ -8,6 +8,7 @@ before), so both equal separate fresh runs; the merge loop itself is Rust's.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ._checks import MAX_TOKEN_ID, check_special_tokens
@@ -33,18 +34,16 @@ class Plan:
 
 def plan(
     vocab_size: int,
-    special_tokens: object,
+    special_tokens: Iterable[str] | None,
     pattern: str | None,
-    continue_from: Tokenizer | str | os.PathLike | None = None,
+    continue_from: Tokenizer | str | os.PathLike[str] | None = None,
 ) -> Plan:
     """Checks the options of a run (and of the tokenizer it continues)."""
-    specials = check_special_tokens(special_tokens)  # type: ignore[arg-type]
+    specials = check_special_tokens(special_tokens)
     _check_size(vocab_size)
     if continue_from is None:
         return Plan(specials, resolve_pattern(pattern or "gpt2"), _num_merges(vocab_size, specials))
-    base = continue_from
-    if not isinstance(base, Tokenizer):
-        base = load(continue_from)  # type: ignore[arg-type]
+    base = continue_from if isinstance(continue_from, Tokenizer) else load(continue_from)
     if pattern is not None and resolve_pattern(pattern) != base.pattern:
         raise ValueError(
             f"the tokenizer to continue from splits text with {base.pattern!r}; continuing with "

@@ -35,7 +35,7 @@ def stdlib_docstrings() -> list[str]:
     return docs
 
 
-def write_sample_corpus(path: str | os.PathLike) -> tuple[int, int]:
+def write_sample_corpus(path: str | os.PathLike[str]) -> tuple[int, int]:
     """Writes the docstrings, separated by `<|endoftext|>`; returns (documents, bytes)."""
     docs = stdlib_docstrings()
     text = SEPARATOR.join(docs) + "\n"

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import _core
 from ._checks import check_input_files, check_num_threads
@@ -21,12 +22,21 @@ from .count import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files, coun
 from .encoding import Tokenizer
 from .resume import MAX_VOCAB_SIZE, Plan, layout, plan
 
-__all__ = ["MAX_VOCAB_SIZE", "TrainReport", "after_counting", "merge_stage", "train",
-           "train_bpe", "train_from_counts", "train_from_counts_with_report",
-           "train_from_iterator", "train_with_report"]
+__all__ = [
+    "MAX_VOCAB_SIZE",
+    "TrainReport",
+    "after_counting",
+    "merge_stage",
+    "train",
+    "train_bpe",
+    "train_from_counts",
+    "train_from_counts_with_report",
+    "train_from_iterator",
+    "train_with_report",
+]
 
 #: What `continue_from` takes: a tokenizer, or a path `bytepair.load` reads.
-ContinueFrom = Tokenizer | str | os.PathLike | None
+ContinueFrom = Tokenizer | str | os.PathLike[str] | None
 
 
 @dataclass
@@ -114,7 +124,7 @@ def merge_stage(
 
 
 def train_with_report(
-    inputs: str | os.PathLike | Iterable[str | os.PathLike],
+    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
@@ -154,7 +164,7 @@ def train_with_report(
 
 
 def train(
-    inputs: str | os.PathLike | Iterable[str | os.PathLike],
+    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
@@ -290,15 +300,15 @@ def train_from_counts_with_report(
 
 
 def train_bpe(
-    input_path: str | os.PathLike,
+    input_path: str | os.PathLike[str],
     vocab_size: int,
     special_tokens: list[str],
-    **kwargs: object,
+    **kwargs: Any,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """The CS336 adapter: `(vocab, merges)` for `input_path` (other options as in `train`).
 
     >>> vocab, merges = train_bpe("corpus.en", 500, ["<|endoftext|>"])  # doctest: +SKIP
     """
     kwargs.setdefault("progress", False)
-    tok = train(input_path, vocab_size, special_tokens, **kwargs)  # type: ignore[arg-type]
+    tok = train(input_path, vocab_size, special_tokens, **kwargs)
     return tok.vocab, tok.merges

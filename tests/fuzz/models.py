@@ -210,7 +210,10 @@ TARGETS = [
     Target("model_file", _gen_model, _check_model),
     Target("gpt2_files", _gen_gpt2, _check_gpt2),
     Target("tokenizer_json", _gen_format(("tokenizer.json",)), _check_format),
-    Target("tiktoken_file", _gen_format(("tokenizer.tiktoken", "tokenizer.tiktoken.json")),
-           _check_format),
+    Target(
+        "tiktoken_file",
+        _gen_format(("tokenizer.tiktoken", "tokenizer.tiktoken.json")),
+        _check_format,
+    ),
     Target("tokenizer_args", _gen_args, _check_args),
 ]

@@ -11,11 +11,17 @@ import argparse
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .. import UNICODE_VERSION, __version__
 from .options import common_options, pattern_option, ray_option, special_option
 from .shards import add_count_parser, count_command, train_on_counts
 from .view import add_view_parsers, inspect_command, show_command
+
+if TYPE_CHECKING:
+    from ..corpus.encode import CorpusReport
+    from ..encoding import Tokenizer
+    from ..train import TrainReport
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_train_parser(sub) -> None:
+def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     train = sub.add_parser("train", help="train a tokenizer on text files")
     train.add_argument("inputs", nargs="*", type=Path, help="UTF-8 text files")
     train.add_argument(
@@ -97,7 +103,7 @@ def _add_train_parser(sub) -> None:
     common_options(train)
 
 
-def _add_encode_parser(sub) -> None:
+def _add_encode_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     encode = sub.add_parser(
         "encode", help="encode text files, .jsonl or .parquet into one token file"
     )
@@ -138,7 +144,7 @@ def _add_encode_parser(sub) -> None:
     common_options(encode)
 
 
-def _add_decode_parser(sub) -> None:
+def _add_decode_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     decode = sub.add_parser("decode", help="print the start of a token file as text")
     decode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
     decode.add_argument("tokens", type=Path, help="a token file written by `bytepair encode`")
@@ -192,7 +198,7 @@ def _warn_replaced(n_replaced: int) -> None:
     )
 
 
-def _run_training(args: argparse.Namespace):
+def _run_training(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
     """(tokenizer, report) from text files, locally or on Ray, or from `.bpc` files."""
     from ..train import train_with_report
 
@@ -228,7 +234,8 @@ def _run_training(args: argparse.Namespace):
 
 
 def _encode(args: argparse.Namespace) -> None:
-    from ..corpus.encode import DEFAULT_BLOCK_SIZE, encode_files
+    from ..corpus.encode import encode_files
+    from ..corpus.inputs import DEFAULT_BLOCK_SIZE
     from ..encoding import load
 
     tok = load(args.model)
@@ -263,7 +270,7 @@ def _encode(args: argparse.Namespace) -> None:
     _encode_summary(args, report)
 
 
-def _encode_summary(args: argparse.Namespace, report) -> None:
+def _encode_summary(args: argparse.Namespace, report: CorpusReport) -> None:
     """The summary of a local or Ray encode; with --quiet only the invalid UTF-8 warning."""
     if not args.quiet:
         print(report.summary(), file=sys.stderr)
@@ -272,7 +279,7 @@ def _encode_summary(args: argparse.Namespace, report) -> None:
         _warn_replaced(report.n_replaced)
 
 
-def _encode_on_ray(args: argparse.Namespace, tok, options: dict) -> None:
+def _encode_on_ray(args: argparse.Namespace, tok: Tokenizer, options: dict[str, Any]) -> None:
     from ..distributed.ray_encode import encode_on_ray
 
     threads = args.threads or 1

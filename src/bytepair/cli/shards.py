@@ -10,11 +10,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .options import common_options, pattern_option, special_option
 
+if TYPE_CHECKING:
+    from ..distributed.shards import CountsInfo
+    from ..encoding import Tokenizer
+    from ..train import TrainReport
 
-def add_count_parser(sub) -> None:
+
+def add_count_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `count` to the subcommands `sub`."""
     count = sub.add_parser(
         "count", help="count one shard of the inputs into a .bpc file (for Slurm arrays, k8s jobs)"
@@ -85,7 +91,7 @@ def count_command(args: argparse.Namespace) -> None:
         )
 
 
-def train_on_counts(args: argparse.Namespace):
+def train_on_counts(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
     """`train --from-counts`: (tokenizer, report) from the `.bpc` files of every shard."""
     from ..distributed.shards import load_counts
     from ..train import TrainReport, train_from_counts_with_report
@@ -97,7 +103,8 @@ def train_on_counts(args: argparse.Namespace):
         )
     specials = _counted_options(args, info)
     report = TrainReport(n_bytes=info.n_bytes, n_replaced=info.n_replaced)
-    pattern, base = info.pattern, None
+    pattern: str | None = info.pattern
+    base: Tokenizer | None = None
     if args.continue_from is not None:
         base = _counted_base(args.continue_from, info, specials)
         pattern = None  # the base's, checked to be the counts'
@@ -114,7 +121,7 @@ def train_on_counts(args: argparse.Namespace):
     )
 
 
-def _counted_options(args: argparse.Namespace, info) -> list[str]:
+def _counted_options(args: argparse.Namespace, info: CountsInfo) -> list[str]:
     """The special tokens to train with on counts: those they were counted with (options that
     would have counted otherwise are refused: the result would not be that of a local run)."""
     from ..patterns import resolve_pattern
@@ -124,7 +131,7 @@ def _counted_options(args: argparse.Namespace, info) -> list[str]:
             f"the counts were made with the pattern {info.pattern!r}, not {args.pattern!r}: "
             f"leave --pattern out, or count again with it"
         )
-    given = args.special_tokens
+    given: list[str] = args.special_tokens
     if given and sorted(given) != sorted(info.special_tokens):
         raise ValueError(
             f"the counts were made with the special tokens {info.special_tokens!r}, not "
@@ -133,7 +140,7 @@ def _counted_options(args: argparse.Namespace, info) -> list[str]:
     return given or info.special_tokens
 
 
-def _counted_base(path: Path, info, specials: list[str]):
+def _counted_base(path: Path, info: CountsInfo, specials: list[str]) -> Tokenizer:
     """The tokenizer to continue from, if the counts were made as its pattern and special
     tokens (and those added) would have counted."""
     from ..encoding import load

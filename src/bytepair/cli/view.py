@@ -12,7 +12,7 @@ from pathlib import Path
 from .options import common_options
 
 
-def add_view_parsers(sub) -> None:
+def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `inspect` and `show` to the subcommands `sub`."""
     inspect = sub.add_parser(
         "inspect", help="a tokenizer's vocabulary and compression on sample text (+ HTML report)"

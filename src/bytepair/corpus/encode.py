@@ -12,11 +12,13 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _core
 from .._atomic import write_atomic
@@ -26,6 +28,7 @@ from ..encoding import Tokenizer, core_encoder
 from .inputs import (
     DEFAULT_BLOCK_SIZE,
     ReadOptions,
+    ResumePoint,
     Source,
     Unit,
     expand_inputs,
@@ -35,6 +38,9 @@ from .inputs import (
 )
 from .streams import complete, decode, in_background, invalid_utf8, os_error
 from .tokens import TokenWriter, choose_dtype
+
+if TYPE_CHECKING:
+    from .inputs import Ids, Positions
 
 EOT = "<|endoftext|>"
 _JOURNAL_VERSION = 1
@@ -85,11 +91,11 @@ def tokenizer_hash(tok: Tokenizer) -> str:
 
 def encode_files(
     tokenizer: Tokenizer,
-    inputs: str | os.PathLike | Iterable[str | os.PathLike],
-    output: str | os.PathLike,
+    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
     *,
     format: str | None = None,
-    dtype: object = None,
+    dtype: npt.DTypeLike | None = None,
     jsonl_field: str = "text",
     column: str = "text",
     append_eot: bool = False,
@@ -114,7 +120,7 @@ def encode_files(
     sources = expand_inputs(inputs)
     opts = ReadOptions(jsonl_field, column, errors, block_size)
     eot_id = check_eot(tokenizer, eot) if append_eot else None
-    config = {
+    config: dict[str, object] = {
         "version": _JOURNAL_VERSION,
         "tokenizer": tokenizer_hash(tokenizer),
         "inputs": [s.key() for s in sources],
@@ -144,7 +150,7 @@ def check_eot(tok: Tokenizer, eot: str) -> int:
     )
 
 
-def _load_journal(path: Path, config: dict) -> dict | None:
+def _load_journal(path: Path, config: dict[str, object]) -> dict[str, Any] | None:
     """The saved state if `path` belongs to a run with the same inputs and options."""
     if not path.is_file():
         print(
@@ -164,13 +170,23 @@ def _load_journal(path: Path, config: dict) -> dict | None:
             f"cannot resume: {path} was written for other inputs, options or tokenizer (an "
             f"input changed size or time?); rerun without --resume to start over"
         )
-    return saved["state"]
+    state: dict[str, Any] = saved["state"]  # as `_Run._save` wrote it
+    return state
 
 
 class _Run:
     """The state of one encoding run: counts, the open document, the journal."""
 
-    def __init__(self, tok, writer, journal, config, eot_id, num_threads, state):
+    def __init__(
+        self,
+        tok: Tokenizer,
+        writer: TokenWriter,
+        journal: Path,
+        config: dict[str, object],
+        eot_id: int | None,
+        num_threads: int,
+        state: dict[str, Any] | None,
+    ):
         self.tok, self.writer, self.journal, self.config = tok, writer, journal, config
         self.eot_id, self.num_threads = eot_id, num_threads
         self.next_save = 0.0
@@ -178,8 +194,9 @@ class _Run:
         self.small = writer.dtype.itemsize == 2
         self.report = CorpusReport(dtype=writer.dtype.name)
         state = state or {"where": {"input": 0}, "finished": [], "counts": {}}
-        self.where, self.finished = state["where"], state["finished"]
-        counts = state["counts"]
+        self.where: ResumePoint = state["where"]
+        self.finished: list[dict[str, str | int]] = state["finished"]
+        counts: dict[str, int] = state["counts"]
         self.n_tokens, self.open_len = counts.get("tokens", 0), counts.get("open", 0)
         self.report.n_documents = counts.get("documents", 0)
         self.report.n_bytes = counts.get("bytes", 0)
@@ -247,7 +264,7 @@ class _Run:
             f"is kept: free space and rerun with --resume / resume=True",
         )
 
-    def _save(self, where: dict) -> None:
+    def _save(self, where: ResumePoint) -> None:
         counts = {
             "tokens": self.n_tokens,
             "open": self.open_len,
@@ -258,7 +275,7 @@ class _Run:
         state = {"where": where, "finished": self.finished, "counts": counts}
         write_atomic(self.journal, json.dumps({"config": self.config, "state": state}), sync=False)
 
-    def sidecar(self, fmt: str) -> dict:
+    def sidecar(self, fmt: str) -> dict[str, object]:
         if self.open_len:  # cannot happen: every input ends a document
             raise RuntimeError("internal error: the last document was not closed")
         return {
@@ -287,7 +304,9 @@ class BlockEncoder:
         self.dtype = np.uint16 if small else np.uint32
         self.empty_ids, self.empty_ends = np.zeros(0, self.dtype), np.zeros(0, np.int64)
 
-    def block(self, data: bytes, last: bool, where: str, offset: int):
+    def block(
+        self, data: bytes, last: bool, where: str, offset: int
+    ) -> tuple[Ids, Positions, int, int, bytes]:
         """(ids, offsets, bytes used, invalid sequences replaced, the data as encoded)."""
         try:
             return (*self._block(data, last), 0, data)
@@ -299,7 +318,7 @@ class BlockEncoder:
         data = text.encode("utf-8") + data[k:]
         return (*self._block(data, last), n_replaced, data)
 
-    def _block(self, data: bytes, last: bool):
+    def _block(self, data: bytes, last: bool) -> tuple[Ids, Positions, int]:
         return _core.encode_block(
             core_encoder(self.tok),
             data,
@@ -309,7 +328,7 @@ class BlockEncoder:
             small=self.small,
         )
 
-    def texts(self, texts: list[str], *, plain: bool = False):
+    def texts(self, texts: list[str], *, plain: bool = False) -> tuple[Ids, Positions]:
         """(ids, offsets) of records, or (`plain`) of whole small text files."""
         if not texts:
             return self.empty_ids, np.zeros(1, np.uint64)
@@ -321,7 +340,9 @@ class BlockEncoder:
         )
 
 
-def _units(sources: list[Source], opts: ReadOptions, encoder: BlockEncoder, where: dict):
+def _units(
+    sources: list[Source], opts: ReadOptions, encoder: BlockEncoder, where: ResumePoint
+) -> Iterator[Unit]:
     """Every encoded unit from the resume point `where` on, in order; runs of small files are
     encoded together."""
     i = where["input"]
@@ -329,6 +350,7 @@ def _units(sources: list[Source], opts: ReadOptions, encoder: BlockEncoder, wher
         base = sum(s.size for s in sources[:i])
         inside = where if where["input"] == i and len(where) > 1 else None  # resuming in it
         n_small = 0 if inside else small_files(sources, i, opts)
+        units: Iterable[Unit]
         if n_small:
             units = [small_text_units(i, sources[i : i + n_small], opts, encoder)]
         else:

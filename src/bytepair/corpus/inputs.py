@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .streams import (
     InputError,
@@ -22,6 +23,17 @@ from .streams import (
     os_error,
     require,
 )
+
+if TYPE_CHECKING:  # numpy loads only when a token file is written or read
+    import numpy as np
+    import numpy.typing as npt
+
+    from .encode import BlockEncoder
+
+    #: Ids as the encoder gives them: uint16 or uint32.
+    Ids = npt.NDArray[np.unsignedinteger[Any]]
+    #: Positions in an array of ids.
+    Positions = npt.NDArray[np.integer[Any]]
 
 #: Input bytes read at a time; pieces are about a 64th of it (many pieces per block keep every
 #: thread busy to the end of the block even when another process takes a core for a while).
@@ -42,22 +54,35 @@ class Source:
     size: int
     mtime_ns: int
 
-    def key(self) -> list:
+    def key(self) -> list[str | int | None]:
         return [str(self.path), self.kind, self.compression, self.size, self.mtime_ns]
+
+
+class ResumePoint(TypedDict, total=False):
+    """Where a run stands (JSON in the journal): input `input`, and within it (none: at its
+    start) the stream offset `pos` and the bytes after the last cut, `carry` (hex), of plain
+    text; the offset `pos` and line `line` of JSON lines; the row `row` of Parquet."""
+
+    input: int
+    pos: int
+    carry: str
+    line: int
+    row: int
 
 
 @dataclass
 class Unit:
     """Encoded ids of a stretch of input, in order, and where documents end among them."""
 
-    ids: object  # numpy array of ids
-    doc_ends: object  # positions in `ids` where a record or a file ends (a document)
+    ids: Ids
+    doc_ends: Positions  # positions in `ids` where a record or a file ends (a document)
     plain: bool  # plain text: special tokens also end documents
     n_bytes: int  # input bytes (decompressed) these ids came from
     disk_done: int  # bytes of the input's file read so far, for progress
-    state: dict | None  # where to resume after this unit, or None
+    state: ResumePoint | None  # where to resume after this unit, or None
     n_replaced: int = 0
-    finished: list[dict] = field(default_factory=list)  # inputs done: their size and hash
+    # inputs done: their size and hash
+    finished: list[dict[str, str | int]] = field(default_factory=list)
 
 
 @dataclass
@@ -82,7 +107,9 @@ class ReadOptions:
         self.piece_bytes = max(self.block_size // 64, 256)
 
 
-def expand_inputs(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Source]:
+def expand_inputs(
+    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+) -> list[Source]:
     """Files as given, glob patterns and folders (recursively, hidden files skipped), each sorted;
     an error names a pattern that matches nothing or a path that is missing."""
     if isinstance(inputs, (str, os.PathLike)):
@@ -131,7 +158,7 @@ def _source(path: Path) -> Source:
 
 
 def read_source(
-    index: int, src: Source, opts: ReadOptions, encoder, state: dict | None
+    index: int, src: Source, opts: ReadOptions, encoder: BlockEncoder, state: ResumePoint | None
 ) -> Iterator[Unit]:
     """The encoded units of one input, from the resume point `state` (None: the start);
     `encoder` has `block(data, last)` and `texts(texts)` (see `encode.BlockEncoder`)."""
@@ -151,7 +178,9 @@ def _blocks(stream: Stream, size: int) -> Iterator[tuple[bytes, int, int, bool]]
         chunk = following
 
 
-def _text_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
+def _text_units(
+    index: int, src: Source, opts: ReadOptions, encoder: BlockEncoder, state: ResumePoint
+) -> Iterator[Unit]:
     """Plain text: blocks encoded up to their last safe cut; the bytes after it go in front
     of the next block. The file's end ends a document."""
     stream = Stream(src, state.get("pos", 0))
@@ -184,7 +213,7 @@ def _text_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict
                 [finished],
             )
             return
-        resume = None
+        resume: ResumePoint | None = None
         if used and len(carry) <= _MAX_CARRY:
             resume = {"input": index, "pos": pos, "carry": carry.hex()}
         yield Unit(ids, offsets[:0], True, len(chunk), disk, resume, n_replaced)
@@ -207,10 +236,14 @@ def small_files(sources: list[Source], i: int, opts: ReadOptions) -> int:
     return n
 
 
-def small_text_units(first: int, srcs: list[Source], opts: ReadOptions, encoder) -> Unit:
+def small_text_units(
+    first: int, srcs: list[Source], opts: ReadOptions, encoder: BlockEncoder
+) -> Unit:
     """Small text files, each read whole and one text of one encoder call; each file's end
     ends a document (special tokens too)."""
-    texts, finished, n_replaced = [], [], 0
+    texts: list[str] = []
+    finished: list[dict[str, str | int]] = []
+    n_replaced = 0
     for src in srcs:
         stream = Stream(src, 0)
         text, replaced = decode(stream.read(-1), opts.errors, str(src.path), 0)
@@ -224,7 +257,9 @@ def small_text_units(first: int, srcs: list[Source], opts: ReadOptions, encoder)
     )
 
 
-def _jsonl_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
+def _jsonl_units(
+    index: int, src: Source, opts: ReadOptions, encoder: BlockEncoder, state: ResumePoint
+) -> Iterator[Unit]:
     """JSON lines: each record's field is a document (blank lines are skipped). Lines are
     parsed one block ahead on another thread, as plain text is read."""
     stream = Stream(src, state.get("pos", 0))
@@ -233,16 +268,19 @@ def _jsonl_units(index: int, src: Source, opts: ReadOptions, encoder, state: dic
         blocks = in_background(blocks, 1)
     for texts, n_bytes, n_replaced, pos, line_no, disk in blocks:
         ids, offsets = encoder.texts(texts)
-        resume = {"input": index, "pos": pos, "line": line_no}
+        resume: ResumePoint = {"input": index, "pos": pos, "line": line_no}
         yield Unit(ids, offsets[1:], False, n_bytes, disk, resume, n_replaced)
     yield _done(index, src, encoder, stream.close())
 
 
-def _jsonl_blocks(stream: Stream, src: Source, opts: ReadOptions, line_no: int):
+def _jsonl_blocks(
+    stream: Stream, src: Source, opts: ReadOptions, line_no: int
+) -> Iterator[tuple[list[str], int, int, int, int, int]]:
     """(texts, bytes, invalid sequences replaced, offset and line after, file bytes read) for
     each block of lines."""
     while lines := stream.readlines(opts.block_size):
-        texts, n_bytes, n_replaced = [], 0, 0
+        texts: list[str] = []
+        n_bytes, n_replaced = 0, 0
         offset = stream.pos - sum(map(len, lines))
         for raw in lines:
             line_no += 1
@@ -273,7 +311,9 @@ def _field(line: str, name: str, where: str) -> str:
     return value
 
 
-def _parquet_units(index: int, src: Source, opts: ReadOptions, encoder, state: dict):
+def _parquet_units(
+    index: int, src: Source, opts: ReadOptions, encoder: BlockEncoder, state: ResumePoint
+) -> Iterator[Unit]:
     """Parquet: each row's column is a document; resumes by skipping rows."""
     require("parquet")
     import pyarrow.parquet as pq
@@ -315,7 +355,7 @@ def _parquet_units(index: int, src: Source, opts: ReadOptions, encoder, state: d
     yield _done(index, src, encoder, Stream(src, 0).close())
 
 
-def _done(index: int, src: Source, encoder, finished: dict) -> Unit:
+def _done(index: int, src: Source, encoder: BlockEncoder, finished: dict[str, str | int]) -> Unit:
     """The last unit of a record input: no ids, the input's size and hash."""
     e = encoder
     return Unit(e.empty_ids, e.empty_ends, False, 0, src.size, {"input": index + 1}, 0, [finished])

@@ -6,6 +6,7 @@ overlaps encoding. What the bytes mean (text, records) is `inputs.py`'s business
 
 from __future__ import annotations
 
+import enum
 import gzip
 import hashlib
 import io
@@ -13,6 +14,15 @@ import queue
 import threading
 import zlib
 from collections.abc import Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
+    from .inputs import Source
+
+_T = TypeVar("_T")
 
 _EXTRA = {"zst": ("zstandard", "zst"), "parquet": ("pyarrow", "parquet")}
 
@@ -28,7 +38,7 @@ def os_error(e: OSError, message: str) -> OSError:
     return err
 
 
-def require(extra: str):
+def require(extra: str) -> ModuleType:
     """The optional module behind an extra, or an ImportError saying how to install it."""
     module, name = _EXTRA[extra]
     try:
@@ -43,13 +53,13 @@ def require(extra: str):
 class Hashing(io.RawIOBase):
     """A binary file that hashes (sha256) and counts every byte read from it."""
 
-    def __init__(self, f):
+    def __init__(self, f: io.BufferedIOBase):
         self.f, self.sha, self.n = f, hashlib.sha256(), 0
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: WriteableBuffer) -> int:
         n = self.f.readinto(b)
         self.sha.update(memoryview(b)[:n])
         self.n += n
@@ -66,7 +76,7 @@ class _Zstd(io.RawIOBase):
     """The decompressed bytes of zstd frames. zstandard's `stream_reader` ends quietly at the end
     of a cut-off file; here a frame left unfinished there is an error."""
 
-    def __init__(self, raw: Hashing, zstd):
+    def __init__(self, raw: Hashing, zstd: ModuleType):
         self.raw, self.zstd = raw, zstd
         self.d, self.out, self.at = zstd.ZstdDecompressor().decompressobj(), b"", 0
         self.started = False
@@ -74,7 +84,7 @@ class _Zstd(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: WriteableBuffer) -> int:
         while self.at == len(self.out):
             chunk = self.raw.read(1 << 20)
             if not chunk:
@@ -85,8 +95,9 @@ class _Zstd(io.RawIOBase):
             while self.d.eof and self.d.unused_data:  # the next frame
                 rest, self.d = self.d.unused_data, self.zstd.ZstdDecompressor().decompressobj()
                 self.out += self.d.decompress(rest)
-        n = min(len(b), len(self.out) - self.at)
-        b[:n] = self.out[self.at : self.at + n]
+        view = memoryview(b)
+        n = min(len(view), len(self.out) - self.at)
+        view[:n] = self.out[self.at : self.at + n]
         self.at += n
         return n
 
@@ -94,12 +105,13 @@ class _Zstd(io.RawIOBase):
 class Stream:
     """The decompressed bytes of an input with their offset, errors named by file and offset."""
 
-    def __init__(self, src, skip: int):
+    def __init__(self, src: Source, skip: int):
         self.src, self.pos = src, 0
         try:
             self.raw = Hashing(open(src.path, "rb"))
         except OSError as e:
             raise os_error(e, f"cannot read {src.path}: {e.strerror}") from None
+        self.f: gzip.GzipFile | io.BufferedReader
         if src.compression == "gz":
             self.f = gzip.GzipFile(fileobj=self.raw, mode="rb")
         elif src.compression == "zst":
@@ -110,7 +122,8 @@ class Stream:
             if not self.read(min(skip - self.pos, 1 << 22)):
                 raise InputError(f"cannot resume: {src.path} is shorter than before")
 
-    def _call(self, method, *args):
+    def _call(self, method: str, *args: int) -> Any:
+        """`self.f.method(*args)`, its errors named by file (and offset)."""
         try:
             return getattr(self.f, method)(*args)
         except (EOFError, zlib.error, gzip.BadGzipFile) as e:
@@ -129,16 +142,16 @@ class Stream:
         )
 
     def read(self, n: int) -> bytes:
-        data = self._call("read", n)
+        data: bytes = self._call("read", n)
         self.pos += len(data)
         return data
 
     def readlines(self, hint: int) -> list[bytes]:
-        lines = self._call("readlines", hint)
+        lines: list[bytes] = self._call("readlines", hint)
         self.pos += sum(map(len, lines))
         return lines
 
-    def close(self) -> dict:
+    def close(self) -> dict[str, str | int]:
         """The input's size and sha256 (of the file as stored), after reading all of it."""
         digest = self.raw.finish()
         self.f.close()
@@ -177,6 +190,12 @@ def complete(data: bytes) -> int:
     return len(data)
 
 
+class _End(enum.Enum):
+    """The end of `in_background`'s items (an enum member, so that `is` narrows it away)."""
+
+    END = enum.auto()
+
+
 class _Failed:
     """An exception raised in a background thread, on its way to the consumer."""
 
@@ -184,13 +203,13 @@ class _Failed:
         self.error = error
 
 
-def in_background(items: Iterator, ahead: int) -> Iterator:
+def in_background(items: Iterator[_T], ahead: int) -> Iterator[_T]:
     """The items of `items`, made on another thread up to `ahead` in advance: an error there is
     raised here after the items made before it; closing this iterator stops the thread."""
-    made: queue.Queue = queue.Queue(maxsize=ahead)
-    stop, end = threading.Event(), object()
+    made: queue.Queue[_T | _Failed | Literal[_End.END]] = queue.Queue(maxsize=ahead)
+    stop, end = threading.Event(), _End.END
 
-    def put(item: object) -> bool:
+    def put(item: _T | _Failed | Literal[_End.END]) -> bool:
         while not stop.is_set():
             try:
                 made.put(item, timeout=0.1)

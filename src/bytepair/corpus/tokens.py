@@ -11,8 +11,10 @@ import json
 import os
 import struct
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 
 from .._atomic import write_atomic
 
@@ -28,7 +30,7 @@ _IDX_DTYPE_CODES = {"uint8": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "
 _NPY_HEADER_BYTES = 128
 
 
-def output_paths(output: str | os.PathLike, fmt: str) -> tuple[Path, Path | None]:
+def output_paths(output: str | os.PathLike[str], fmt: str) -> tuple[Path, Path | None]:
     """(data file, Megatron index file or None) for an output name: Megatron takes a prefix
     (`owt` or `owt.bin` → `owt.bin` + `owt.idx`)."""
     out = Path(output)
@@ -38,18 +40,19 @@ def output_paths(output: str | os.PathLike, fmt: str) -> tuple[Path, Path | None
     return prefix.with_name(prefix.name + ".bin"), prefix.with_name(prefix.name + ".idx")
 
 
-def choose_dtype(n_vocab: int, fmt: str, dtype: object = None) -> np.dtype:
+def choose_dtype(n_vocab: int, fmt: str, dtype: npt.DTypeLike | None = None) -> np.dtype[Any]:
     """uint16 when every id fits, else uint32 (int32 for Megatron, whose format has no uint32);
     a forced `dtype` that cannot hold the ids is an error."""
     wide = np.dtype(np.int32 if fmt == "megatron" else np.uint32)
-    allowed = {np.dtype(np.uint16), wide}
+    allowed: set[np.dtype[Any]] = {np.dtype(np.uint16), wide}
     if dtype is None:
         return np.dtype(np.uint16) if n_vocab <= 1 << 16 else wide
+    wanted: np.dtype[Any] | None
     try:
         wanted = np.dtype(dtype)
     except TypeError:
         wanted = None
-    if wanted not in allowed:
+    if wanted is None or wanted not in allowed:
         names = " or ".join(sorted(d.name for d in allowed))
         raise ValueError(f"dtype for the {fmt} format must be {names}, got {dtype!r}")
     if wanted == np.uint16 and n_vocab > 1 << 16:
@@ -64,7 +67,7 @@ class TokenWriter:
     """Appends ids (and document lengths) to `DATA.partial` (and `DATA.partial.docs`, int64
     lengths, kept for Megatron's index); `finish` writes the index and sidecar and renames."""
 
-    def __init__(self, output: str | os.PathLike, fmt: str, dtype: np.dtype):
+    def __init__(self, output: str | os.PathLike[str], fmt: str, dtype: np.dtype[Any]):
         if fmt not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
         self.fmt, self.dtype = fmt, np.dtype(dtype)
@@ -72,7 +75,8 @@ class TokenWriter:
         self.partial = self.path.with_name(self.path.name + ".partial")
         self.docs_path = self.path.with_name(self.path.name + ".partial.docs")
         self.header = _NPY_HEADER_BYTES if fmt == "npy" else 0
-        self._data = self._docs = None
+        self._data: BinaryIO | None = None
+        self._docs: BinaryIO | None = None
 
     def open(self, n_tokens: int = 0, n_docs: int | None = None) -> None:
         """Starts afresh, or (with `n_docs`) continues after `n_tokens` ids and `n_docs`
@@ -94,13 +98,15 @@ class TokenWriter:
             f.truncate(length)
             f.seek(length)
 
-    def append(self, ids: np.ndarray, doc_lengths: np.ndarray) -> None:
+    def append(self, ids: npt.NDArray[np.integer[Any]], doc_lengths: npt.NDArray[np.int64]) -> None:
         """Appends ids (already of this dtype's width) and the lengths of the documents that
         end among them; `flush` makes them visible to a resumed run."""
-        self._data.write(memoryview(np.ascontiguousarray(ids)).cast("B"))
+        assert self._data is not None and self._docs is not None, "open() first"
+        self._data.write(np.ascontiguousarray(ids).data.cast("B"))
         self._docs.write(np.asarray(doc_lengths, dtype="<i8").tobytes())
 
     def flush(self) -> None:
+        assert self._data is not None and self._docs is not None, "open() first"
         self._data.flush()
         self._docs.flush()
 
@@ -110,8 +116,9 @@ class TokenWriter:
                 f.close()
         self._data = self._docs = None
 
-    def finish(self, n_tokens: int, sidecar: dict) -> list[Path]:
+    def finish(self, n_tokens: int, sidecar: dict[str, object]) -> list[Path]:
         """Writes the index and the sidecar, renames the partial file; returns what it wrote."""
+        assert self._data is not None, "open() first"
         if self.header:
             self._data.seek(0)
             self._data.write(_npy_header(self.dtype, n_tokens))
@@ -129,7 +136,7 @@ class TokenWriter:
         return [self.path, *written, sidecar_path]
 
 
-def _npy_header(dtype: np.dtype, n: int) -> bytes:
+def _npy_header(dtype: np.dtype[Any], n: int) -> bytes:
     """A `.npy` v1.0 header of exactly `_NPY_HEADER_BYTES` bytes for a 1-D array of `n`."""
     text = (
         f"{{'descr': '{dtype.newbyteorder('<').str}', 'fortran_order': False, 'shape': ({n},), }}"
@@ -143,7 +150,7 @@ def _npy_header(dtype: np.dtype, n: int) -> bytes:
     )
 
 
-def _write_idx(idx_path: Path, docs_path: Path, dtype: np.dtype) -> None:
+def _write_idx(idx_path: Path, docs_path: Path, dtype: np.dtype[Any]) -> None:
     """Megatron's index: one sequence per document."""
     lengths = np.fromfile(docs_path, dtype="<i8")
     if len(lengths) and lengths.max() > np.iinfo(np.int32).max:
@@ -158,7 +165,7 @@ def _write_idx(idx_path: Path, docs_path: Path, dtype: np.dtype) -> None:
     write_atomic(idx_path, head + b"".join(a.tobytes() for a in body))
 
 
-def read_doc_lengths(idx_path: Path) -> np.ndarray:
+def read_doc_lengths(idx_path: Path) -> npt.NDArray[np.int64]:
     """The document lengths (int64) of a Megatron index written by `_write_idx`."""
     with open(idx_path, "rb") as f:
         head = f.read(len(_IDX_HEADER) + 25)
@@ -171,7 +178,9 @@ def read_doc_lengths(idx_path: Path) -> np.ndarray:
     return lengths.astype(np.int64)
 
 
-def load_tokens(path: str | os.PathLike, *, dtype: object = None) -> np.ndarray:
+def load_tokens(
+    path: str | os.PathLike[str], *, dtype: npt.DTypeLike | None = None
+) -> npt.NDArray[Any]:
     """The ids of a token file, memory-mapped: `.npy` by its header, a `.bin` by its sidecar
     (`NAME.bin.json`) or Megatron index, else by `dtype`.
 
@@ -181,22 +190,26 @@ def load_tokens(path: str | os.PathLike, *, dtype: object = None) -> np.ndarray:
     if not path.is_file():
         raise FileNotFoundError(f"token file not found: {path}")
     if path.suffix == ".npy":
-        return np.load(path, mmap_mode="r")
+        ids: npt.NDArray[Any] = np.load(path, mmap_mode="r")  # whatever the file holds
+        return ids
     if dtype is None:
         dtype = _stored_dtype(path)
-    dtype = np.dtype(dtype).newbyteorder("<")
+    stored = np.dtype(dtype).newbyteorder("<")
     if path.stat().st_size == 0:
-        return np.zeros(0, dtype=dtype)
-    if path.stat().st_size % dtype.itemsize:
-        raise ValueError(f"{path} holds {path.stat().st_size} bytes, not a whole number of {dtype}")
-    return np.memmap(path, dtype=dtype, mode="r")
+        return np.zeros(0, dtype=stored)
+    if path.stat().st_size % stored.itemsize:
+        raise ValueError(
+            f"{path} holds {path.stat().st_size} bytes, not a whole number of {stored}"
+        )
+    return np.memmap(path, dtype=stored, mode="r")
 
 
 def _stored_dtype(path: Path) -> str:
     sidecar = path.with_name(path.name + ".json")
     if sidecar.is_file():
         try:
-            return json.loads(sidecar.read_text(encoding="utf-8"))["dtype"]
+            name: str = json.loads(sidecar.read_text(encoding="utf-8"))["dtype"]
+            return name
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{sidecar}: not a token-file sidecar with a dtype ({e})") from None
     idx = path.with_suffix(".idx")

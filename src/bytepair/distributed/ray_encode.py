@@ -13,8 +13,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from .._atomic import write_atomic
 from .._progress import show_progress
@@ -30,6 +32,22 @@ _MANIFEST_VERSION = 1
 #: Tokens copied at a time when concatenating shards.
 _COPY_TOKENS = 1 << 24
 
+#: A shard's entry in the manifest (JSON): what `_encode_task` returns, and its output's name.
+_Entry = dict[str, Any]
+
+
+class _EncodeOptions(TypedDict):
+    """`encode_files`' options as the driver sends them to every task."""
+
+    format: str
+    dtype: str
+    jsonl_field: str
+    column: str
+    append_eot: bool
+    eot: str
+    errors: str
+    num_threads: int
+
 
 @dataclass
 class ShardedReport(CorpusReport):
@@ -44,13 +62,13 @@ class ShardedReport(CorpusReport):
 
 def encode_on_ray(
     tokenizer: Tokenizer,
-    inputs: str | os.PathLike | Iterable[str | os.PathLike],
-    output: str | os.PathLike,
+    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
     *,
     address: str | None = None,
-    concat: str | os.PathLike | None = None,
+    concat: str | os.PathLike[str] | None = None,
     format: str | None = None,
-    dtype: object = None,
+    dtype: npt.DTypeLike | None = None,
     jsonl_field: str = "text",
     column: str = "text",
     append_eot: bool = False,
@@ -72,7 +90,7 @@ def encode_on_ray(
     sources = expand_inputs(inputs)
     names = _output_names(sources, fmt)
     out_dir = Path(output)
-    options = {
+    options: _EncodeOptions = {
         "format": fmt,
         "dtype": out_dtype.name,
         "jsonl_field": jsonl_field,
@@ -84,7 +102,7 @@ def encode_on_ray(
     }
     if append_eot:
         check_eot(tokenizer, eot)  # its error now, not in every task
-    config = {"tokenizer": tokenizer_hash(tokenizer), **options}
+    config: dict[str, object] = {"tokenizer": tokenizer_hash(tokenizer), **options}
     del config["num_threads"]  # may change between runs
     entries = _previous(out_dir, config, sources, names)
     todo = [i for i, entry in enumerate(entries) if entry is None]
@@ -101,7 +119,7 @@ def encode_on_ray(
                 for i in todo
             ]
 
-            def done(k: int, entry: dict) -> int:
+            def done(k: int, entry: dict[str, str | int]) -> int:
                 entries[todo[k]] = {**entry, "output": names[todo[k]]}
                 _save(out_dir, config, entries)
                 return sources[todo[k]].size
@@ -113,8 +131,10 @@ def encode_on_ray(
     report.outputs = [str(out_dir / MANIFEST)]
     if concat is not None:
         report.outputs += concatenate(out_dir, concat)
+    # every entry is filled now: `run_tasks` returned, so each shard to do was done
+    complete = cast(list[_Entry], entries)
     for key in ("n_bytes", "n_documents", "n_tokens", "n_replaced"):
-        setattr(report, key, sum(e[key] for e in entries))
+        setattr(report, key, sum(e[key] for e in complete))
     report.seconds = time.perf_counter() - start
     return report
 
@@ -124,7 +144,8 @@ def _output_names(sources: list[Source], fmt: str) -> list[str]:
     plus the format's suffix (Megatron's `.bin` beside its `.idx`)."""
     paths = [s.path.resolve() for s in sources]
     root = Path(os.path.commonpath([p.parent for p in paths]))
-    names, seen = [], {}
+    names: list[str] = []
+    seen: dict[str, Path] = {}
     for src, path in zip(sources, paths, strict=True):
         rel = path.relative_to(root).as_posix()
         if rel in seen:
@@ -134,7 +155,9 @@ def _output_names(sources: list[Source], fmt: str) -> list[str]:
     return names
 
 
-def _encode_task(tok: Tokenizer, src: str, out: str, options: dict) -> dict:
+def _encode_task(
+    tok: Tokenizer, src: str, out: str, options: _EncodeOptions
+) -> dict[str, str | int]:
     """A task: one input into its own token file, resuming from a journal a killed attempt
     left; returns its manifest entry."""
     data, _ = output_paths(out, options["format"])
@@ -154,13 +177,15 @@ def _encode_task(tok: Tokenizer, src: str, out: str, options: dict) -> dict:
     }
 
 
-def file_sha256(path: str | os.PathLike) -> str:
+def file_sha256(path: str | os.PathLike[str]) -> str:
     """sha256 of a file, as the sidecars record inputs."""
     with open(path, "rb") as f:
         return Hashing(f).finish()
 
 
-def _previous(out_dir: Path, config: dict, sources: list[Source], names: list[str]) -> list:
+def _previous(
+    out_dir: Path, config: dict[str, object], sources: list[Source], names: list[str]
+) -> list[_Entry | None]:
     """The manifest entries of shards a previous run completed (None for the others): same
     input (size and mtime), same output name and size. A manifest of another tokenizer or
     other options is refused rather than mixed."""
@@ -178,7 +203,7 @@ def _previous(out_dir: Path, config: dict, sources: list[Source], names: list[st
             f"({path}); use another folder, or delete it to start over"
         )
     by_input = {e["input"]: e for e in old_entries if e is not None}
-    out = []
+    out: list[_Entry | None] = []
     for src, name in zip(sources, names, strict=True):
         e = by_input.get(str(src.path))
         data = out_dir / name
@@ -193,7 +218,7 @@ def _previous(out_dir: Path, config: dict, sources: list[Source], names: list[st
     return out
 
 
-def _save(out_dir: Path, config: dict, entries: list) -> None:
+def _save(out_dir: Path, config: dict[str, object], entries: list[_Entry | None]) -> None:
     manifest = {
         "version": _MANIFEST_VERSION,
         "config": config,
@@ -204,7 +229,7 @@ def _save(out_dir: Path, config: dict, entries: list) -> None:
     write_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
 
 
-def concatenate(out_dir: str | os.PathLike, output: str | os.PathLike) -> list[str]:
+def concatenate(out_dir: str | os.PathLike[str], output: str | os.PathLike[str]) -> list[str]:
     """One token file of every shard of a complete `out_dir`, in input order, with the sidecar
     a local `encode_files` of all the inputs writes (so both files are identical)."""
     out_dir = Path(out_dir)
@@ -214,7 +239,7 @@ def concatenate(out_dir: str | os.PathLike, output: str | os.PathLike) -> list[s
     fmt, dtype = manifest["config"]["format"], np.dtype(manifest["config"]["dtype"])
     writer = TokenWriter(output, fmt, dtype)
     writer.open()
-    sidecar: dict = {}
+    sidecar: dict[str, Any] = {}
     try:
         for entry in manifest["shards"]:
             data, idx = output_paths(out_dir / entry["output"], fmt)
@@ -230,7 +255,7 @@ def concatenate(out_dir: str | os.PathLike, output: str | os.PathLike) -> list[s
     return [str(p) for p in written]
 
 
-def _join_sidecars(total: dict, part: dict) -> dict:
+def _join_sidecars(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
     if not total:
         return dict(part)
     for key in ("n_tokens", "n_documents", "n_bytes"):

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from types import ModuleType
+from typing import Any
 
 from .._progress import Bar
 
@@ -20,7 +22,7 @@ class ShardError(ValueError):
     """A shard of a cluster job failed: the message names the shard and the cause."""
 
 
-def require_ray():
+def require_ray() -> ModuleType:
     """The `ray` module, or an ImportError that says how to install it."""
     try:
         import ray
@@ -30,7 +32,7 @@ def require_ray():
 
 
 @contextmanager
-def connected(address: str | None) -> Iterator[object]:
+def connected(address: str | None) -> Iterator[ModuleType]:
     """Ray, connected to `address` ("auto": the running cluster or RAY_ADDRESS's; "local": a
     new one on this machine; "ray://head:10001"; None: RAY_ADDRESS, else a new local one),
     unless this process is connected already; disconnects at the end if it connected."""
@@ -53,12 +55,12 @@ def connected(address: str | None) -> Iterator[object]:
 
 
 def run_tasks(
-    ray,
-    refs: list,
+    ray: ModuleType,
+    refs: Sequence[object],
     labels: list[str],
-    on_result: Callable[[int, object], int],
+    on_result: Callable[[int, Any], int],
     bar: Bar | None = None,
-    siblings: list[list] | None = None,
+    siblings: Sequence[Sequence[object]] | None = None,
 ) -> None:
     """Waits for one task per shard (`refs`), calling `on_result(i, result)` (which returns the
     bytes done) as each ends; `bar` (see `shard_bar`) shows the bytes and shards done, and is
@@ -99,7 +101,7 @@ def shard_bar(show: bool, desc: str, n_bytes: int, n_shards: int) -> Bar:
     return Bar(show, n_bytes, desc, note=f"0/{n_shards} shards")
 
 
-def _cause(ray, e: Exception, label: str) -> str:
+def _cause(ray: ModuleType, e: Exception, label: str) -> str:
     if isinstance(e, ray.exceptions.RayTaskError) and e.cause is not None:
         text = str(e.cause)
         return text[len(label) + 2 :] if text.startswith(label + ": ") else text

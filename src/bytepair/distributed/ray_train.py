@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 
 from .. import _core
 from .._checks import check_input_files, check_num_threads
@@ -21,13 +22,19 @@ from ..encoding import Tokenizer
 from ..resume import plan
 from ..train import ContinueFrom, TrainReport, after_counting, merge_stage
 from .ray_tasks import MAX_RETRIES, connected, run_tasks, shard_bar
-from .shards import Shard, count_shard, plan_shards
+from .shards import CountOptions, Shard, count_shard, plan_shards
 
 #: Shards are at most this large by default (and at least 4 per CPU of the cluster).
 SHARD_BYTES = 256 << 20
 
 
-def _count_task(shard: Shard, options: dict, n_parts: int, crash: str | None) -> tuple:
+#: A map task's figures: bytes, invalid UTF-8 replaced, largest chunk, distinct words.
+_Figures = tuple[int, int, int, int]
+
+
+def _count_task(
+    shard: Shard, options: CountOptions, n_parts: int, crash: str | None
+) -> tuple[_Figures | bytes, ...]:
     """A map task: the shard's counts as `n_parts` blobs (partition by word hash), after a
     tuple of figures (bytes, invalid UTF-8 replaced, largest chunk, distinct words). `crash`
     (tests): a marker file; while it is missing, the task creates it and its process dies
@@ -48,9 +55,9 @@ def _reduce_task(*blobs: bytes) -> bytes:
 
 
 def count_on_ray(
-    ray,
+    ray: ModuleType,
     shards: list[Shard],
-    options: dict,
+    options: CountOptions,
     *,
     n_parts: int,
     show: bool,
@@ -68,7 +75,7 @@ def count_on_ray(
         for s in shards
     ]
 
-    def counted(i: int, figures: tuple) -> int:
+    def counted(i: int, figures: _Figures) -> int:
         n_bytes, n_replaced, max_chunk, _ = figures
         stats.n_bytes += n_bytes
         stats.n_replaced += n_replaced
@@ -93,7 +100,7 @@ def count_on_ray(
 
 
 def train_on_ray(
-    inputs: str | os.PathLike | Iterable[str | os.PathLike],
+    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
@@ -131,7 +138,7 @@ def train_on_ray(
         specials, regex = run.special_tokens, run.pattern
         shards = plan_shards(files, n_shards, special_tokens=specials, pattern=regex)
         report.seconds["plan"] = time.perf_counter() - start
-        options = {
+        options: CountOptions = {
             "special_tokens": specials,
             "pattern": regex,
             "errors": errors,
@@ -149,7 +156,7 @@ def train_on_ray(
     return tok, report
 
 
-def _expand(inputs: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
+def _expand(inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
     """Files, globs and folders as the corpus encoder expands them."""
     from ..corpus.inputs import expand_inputs
 

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypedDict
 
 from .. import _core
 from .._atomic import write_atomic
@@ -63,7 +64,7 @@ class Shard:
 
 
 def plan_shards(
-    paths: str | os.PathLike | Iterable[str | os.PathLike],
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     n_shards: int,
     *,
     special_tokens: Iterable[str] | None = None,
@@ -119,6 +120,15 @@ def _fingerprint(*parts: object) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
 
 
+class CountOptions(TypedDict):
+    """`count_shard`'s options as a cluster job sends them to its tasks."""
+
+    special_tokens: list[str]
+    pattern: str
+    errors: str
+    num_threads: int
+
+
 def count_shard(
     shard: Shard,
     *,
@@ -156,7 +166,7 @@ def count_shard(
 
 
 def save_counts(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     counts: WordCounts,
     shard: Shard,
     *,
@@ -202,7 +212,7 @@ class CountsInfo:
 
 
 def load_counts(
-    paths: str | os.PathLike | Iterable[str | os.PathLike],
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
 ) -> tuple[WordCounts, CountsInfo]:
     """The sum of the `.bpc` files `paths` (files, globs, folders), which must hold every shard
     of one plan exactly once, counted with the same options; each file's checksums are checked.
@@ -220,10 +230,10 @@ def load_counts(
     return total, info
 
 
-def _read_meta(path: str) -> dict:
+def _read_meta(path: str) -> dict[str, Any]:
     raw, _ = _core.read_counts_header(path)
     try:
-        meta = json.loads(raw)
+        meta: dict[str, Any] = json.loads(raw)  # a JSON object, or the error below
         if meta.get("format") != COUNTS_FORMAT or meta.get("version") != _META_VERSION:
             raise ValueError
     except (ValueError, AttributeError):
@@ -233,7 +243,7 @@ def _read_meta(path: str) -> dict:
     return meta
 
 
-def _check_complete(files: list[str], metas: list[dict]) -> CountsInfo:
+def _check_complete(files: list[str], metas: list[dict[str, Any]]) -> CountsInfo:
     """The files' common options, or an error naming a file that differs, a shard given
     twice or the shards missing."""
     first = metas[0]

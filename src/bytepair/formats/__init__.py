@@ -8,23 +8,40 @@ table of them that dispatches (a new format: a module and its entry in `FORMATS`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from .._atomic import write_atomic
 from . import gpt2, hf, model, tiktoken
 from ._common import ModelData
 
-__all__ = ["FORMATS", "ModelData", "check_formats", "detect", "read", "write"]
+__all__ = ["FORMATS", "Format", "ModelData", "check_formats", "detect", "read", "write"]
+
+
+class Format(Protocol):
+    """What a format module provides (see the module docstring); the modules are its values."""
+
+    @property
+    def NAME(self) -> str: ...
+    @property
+    def FILES(self) -> tuple[str, ...]: ...
+    @property
+    def OPTIONS(self) -> tuple[str, ...]: ...
+    def matches(self, path: Path) -> bool: ...
+    def render(self, data: ModelData) -> dict[str, str]: ...
+    # keyword options differ by format (`OPTIONS` names those it takes)
+    @property
+    def read(self) -> Callable[..., ModelData]: ...
+
 
 #: In order of preference when a folder holds several: the own format keeps the most.
-FORMATS = (model, hf, gpt2, tiktoken)
+FORMATS: tuple[Format, ...] = (model, hf, gpt2, tiktoken)
 _BY_NAME = {f.NAME: f for f in FORMATS}
 
 
 def write(
-    data: ModelData, directory: str | os.PathLike, *, formats: Iterable[str] | None = None
+    data: ModelData, directory: str | os.PathLike[str], *, formats: Iterable[str] | None = None
 ) -> list[Path]:
     """Writes `data` into `directory` in every format (or those named: "bytepair", "hf",
     "gpt2", "tiktoken"); every file is rendered before any is written, so a format that
@@ -45,7 +62,7 @@ def write(
     return [out / name for name in files]
 
 
-def check_formats(formats: Iterable[str] | None) -> list[Any]:
+def check_formats(formats: Iterable[str] | None) -> list[Format]:
     """The format modules named (all for None); an unknown name is a ValueError."""
     if formats is None:
         return list(FORMATS)
@@ -58,7 +75,7 @@ def check_formats(formats: Iterable[str] | None) -> list[Any]:
     return [_BY_NAME[n] for n in names]
 
 
-def detect(path: str | os.PathLike) -> tuple[Any, Path]:
+def detect(path: str | os.PathLike[str]) -> tuple[Format, Path]:
     """(format module, file to read) for a file or a folder."""
     path = Path(path)
     if not path.exists():
@@ -82,7 +99,7 @@ def detect(path: str | os.PathLike) -> tuple[Any, Path]:
 
 
 def read(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     pattern: str | None = None,
     special_tokens: Iterable[str] | dict[str, int] | None = None,
@@ -100,6 +117,6 @@ def read(
     refused = [k for k in given if k not in fmt.OPTIONS]
     if refused:
         raise ValueError(f"{file} stores its own {' and '.join(refused)}; do not pass them")
-    if "special_tokens" in given and not isinstance(special_tokens, dict):
-        given["special_tokens"] = list(special_tokens)  # type: ignore[arg-type]
+    if special_tokens is not None and not isinstance(special_tokens, dict):  # given, then
+        given["special_tokens"] = list(special_tokens)
     return fmt.read(file, **given), file

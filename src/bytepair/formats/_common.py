@@ -103,7 +103,7 @@ def utf8(text: str, where: object) -> bytes:
         ) from None
 
 
-def read_text(path: str | os.PathLike) -> str:
+def read_text(path: str | os.PathLike[str]) -> str:
     """A UTF-8 text file's content (a leading byte-order mark, as some editors write, is
     dropped); invalid UTF-8 is an error naming the file, line and byte."""
     data = Path(path).read_bytes()
@@ -125,11 +125,14 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
     return out
 
 
-def read_json(path: str | os.PathLike) -> object:
+def read_json(path: str | os.PathLike[str]) -> object:
     """A JSON file's value; malformed JSON is an error naming the file and line."""
     text = read_text(path)
     try:

@@ -214,7 +214,7 @@ def _added_tokens(f: _Doc, added: object) -> dict[str, int]:
 
 
 def _model(
-    f: _Doc, model: dict, specials: dict[str, int]
+    f: _Doc, model: dict[str, object], specials: dict[str, int]
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     if model.get("type", "BPE") != "BPE":
         raise f.unsupported("model type", model.get("type"))
@@ -246,7 +246,7 @@ def _model(
     return vocab, merges
 
 
-def _list(f: _Doc, merges: object) -> list:
+def _list(f: _Doc, merges: object) -> list[object]:
     if not isinstance(merges, list):
         raise f.error("model 'merges' must be a list")
     return merges

@@ -12,14 +12,19 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import check_num_threads
 from .._progress import Bar, show_progress
 from ..corpus.encode import BlockEncoder
 from ..corpus.inputs import DEFAULT_BLOCK_SIZE, ReadOptions, Source, expand_inputs, read_source
 from ..encoding import Tokenizer
+
+if TYPE_CHECKING:
+    from ..corpus.inputs import Ids, Positions
 
 #: Bytes of the first input whose tokens the HTML report shows one by one.
 DEFAULT_EXCERPT_BYTES = 50_000
@@ -55,13 +60,13 @@ class Inspection:
     name: str
     tok: Tokenizer
     compression: dict[str, list[Compression]]  # tokenizer name → per input, then "all" if several
-    counts: np.ndarray  # uses of each id in the sample's encoding
-    merge_ids: np.ndarray
-    applications: np.ndarray
-    absorbed_into: np.ndarray
+    counts: npt.NDArray[np.int64]  # uses of each id in the sample's encoding
+    merge_ids: npt.NDArray[np.int64]
+    applications: npt.NDArray[np.int64]
+    absorbed_into: npt.NDArray[np.int64]
     unreachable: list[tuple[int, list[int]]]  # id, and the ids that encoding its bytes gives
     excerpt: list[int]  # the first tokens of the first input (DEFAULT_EXCERPT_BYTES)
-    token_lengths: np.ndarray  # bytes of each id
+    token_lengths: npt.NDArray[np.int64]  # bytes of each id
     seconds: float = 0.0
     n_replaced: int = 0  # invalid UTF-8 sequences of the sample replaced with U+FFFD
 
@@ -69,12 +74,13 @@ class Inspection:
         """Merge indices whose token was made on the sample but never kept: later merges
         always absorbed it."""
         kept = self.counts[self.merge_ids] > 0
-        return np.flatnonzero((self.applications > 0) & ~kept).tolist()
+        shadowed: list[int] = np.flatnonzero((self.applications > 0) & ~kept).tolist()
+        return shadowed
 
 
 def inspect(
     tok: Tokenizer,
-    samples: str | os.PathLike | Iterable[str | os.PathLike],
+    samples: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     name: str = "tokenizer",
     compare: dict[str, Tokenizer] | None = None,
@@ -127,7 +133,7 @@ def inspect(
     )
 
 
-def token_lengths(tok: Tokenizer) -> np.ndarray:
+def token_lengths(tok: Tokenizer) -> npt.NDArray[np.int64]:
     """The number of bytes of each id."""
     return np.array([len(tok.id_to_token(i)) for i in range(tok.n_vocab)], np.int64)
 
@@ -136,18 +142,20 @@ class _Counting(BlockEncoder):
     """Corpus encoding's block encoder that also counts the bytes and words it encodes; a word
     cut by a block boundary is counted once."""
 
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
+    def __init__(self, tok: Tokenizer, opts: ReadOptions, num_threads: int, small: bool) -> None:
+        super().__init__(tok, opts, num_threads, small)
         self.n_bytes = self.n_words = 0
         self._in_word = False
 
-    def block(self, data: bytes, last: bool, where: str, offset: int):
+    def block(
+        self, data: bytes, last: bool, where: str, offset: int
+    ) -> tuple[Ids, Positions, int, int, bytes]:
         out = super().block(data, last, where, offset)
         used, encoded = out[2], out[4]
         self._count(encoded[:used])
         return out
 
-    def texts(self, texts: list[str], *, plain: bool = False):
+    def texts(self, texts: list[str], *, plain: bool = False) -> tuple[Ids, Positions]:
         for text in texts:
             self._in_word = False  # a record is a document of its own
             self._count(text.encode("utf-8", errors="replace"))
@@ -178,7 +186,13 @@ class _Run:
     n_replaced: int = 0  # by the last pass
 
     def encode(
-        self, tok, name, lengths, counts=None, excerpt=None, excerpt_bytes=0
+        self,
+        tok: Tokenizer,
+        name: str,
+        lengths: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.int64] | None = None,
+        excerpt: list[int] | None = None,
+        excerpt_bytes: int = 0,
     ) -> list[Compression]:
         """Compression per input (and "all"); adds each id's uses to `counts` and the first
         `excerpt_bytes` of tokens to `excerpt` when given (`lengths`: bytes per id)."""
@@ -209,7 +223,9 @@ class _Run:
         return rows
 
 
-def _extend_excerpt(excerpt: list[int], ids: np.ndarray, lengths: np.ndarray, limit: int) -> None:
+def _extend_excerpt(
+    excerpt: list[int], ids: Ids, lengths: npt.NDArray[np.int64], limit: int
+) -> None:
     have = int(lengths[excerpt].sum()) if excerpt else 0
     if have >= limit:
         return
@@ -218,7 +234,9 @@ def _extend_excerpt(excerpt: list[int], ids: np.ndarray, lengths: np.ndarray, li
     excerpt.extend(ids[:n].tolist())
 
 
-def merge_usage(tok: Tokenizer, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+def merge_usage(
+    tok: Tokenizer, counts: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(id each merge makes, times each merge was applied, the id that most often absorbed
     each merge's token or -1). A token in the output was made by its merge and, inside it,
     by its parts' merges: so a merge's applications are the uses of its token plus the

@@ -16,7 +16,7 @@ from ..formats.tiktoken import from_ranks
 ENCODINGS = {"gpt2": "gpt2", "cl100k": "cl100k_base", "o200k": "o200k_base"}
 
 
-def load_named(spec: str | os.PathLike) -> Tokenizer:
+def load_named(spec: str | os.PathLike[str]) -> Tokenizer:
     """A tokenizer from a path `load` reads, else from a preset name.
 
     >>> load_named("gpt2").n_vocab  # doctest: +SKIP

@@ -11,6 +11,7 @@ import base64
 import html
 import io
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from ..decoding import visible
 from .figures import Inspection
 from .show import PALETTE, require
 from .summary import Table, length_histogram, tables
+
+if TYPE_CHECKING:  # matplotlib loads only when a report is written
+    from matplotlib.figure import Figure
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
@@ -45,7 +49,7 @@ document.querySelector("pre.sample").addEventListener("mouseover", (e) => {
 """
 
 
-def write_report(ins: Inspection, path: str | os.PathLike, top: int = 10) -> None:
+def write_report(ins: Inspection, path: str | os.PathLike[str], top: int = 10) -> None:
     """Writes the report to `path` atomically (a temp file beside it, then a rename)."""
     write_atomic(path, render(ins, tables(ins, top)))
 
@@ -110,7 +114,7 @@ def _spans(ins: Inspection) -> str:
     return "".join(out)
 
 
-def _image(fig, fmt: str) -> str:
+def _image(fig: Figure, fmt: str) -> str:
     """A matplotlib figure as an <img> with a data URI (PNG for dense plots, else SVG); the same
     inspection gives the same bytes (no date, fixed SVG ids)."""
     from matplotlib import rc_context
@@ -154,7 +158,7 @@ def _plots(ins: Inspection) -> list[str]:
     return images
 
 
-def _compression_figure(ins: Inspection):
+def _compression_figure(ins: Inspection) -> Figure:
     from matplotlib.figure import Figure
 
     names = list(ins.compression)

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Iterator, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, TextIO
 
 from ..decoding import visible
 from .summary import Table, label
+
+if TYPE_CHECKING:  # rich loads only when it draws
+    from rich.console import Console
+    from rich.text import Text
+
+    from ..encoding import Tokenizer
 
 #: Light backgrounds with black text read on dark and light terminals alike; the HTML report
 #: uses the same ones.
@@ -22,7 +29,7 @@ _PALETTE_16 = ("yellow", "cyan", "green", "magenta")
 _ESCAPE = "bold #b00020"
 
 
-def require(module: str, command: str):
+def require(module: str, command: str) -> ModuleType:
     """The optional `module` of the `inspect` extra, or an ImportError saying how to install it."""
     try:
         return importlib.import_module(module)
@@ -31,7 +38,7 @@ def require(module: str, command: str):
 
 
 def show(
-    tok,
+    tok: Tokenizer,
     text: str,
     *,
     ids: bool = False,
@@ -59,7 +66,7 @@ def show(
         console.print(line, soft_wrap=True)
 
 
-def _console(out: TextIO, width: int | None, *, force: bool):
+def _console(out: TextIO, width: int | None, *, force: bool) -> Console:
     require("rich", "bytepair show on a terminal")
     from rich.console import Console
 
@@ -68,7 +75,7 @@ def _console(out: TextIO, width: int | None, *, force: bool):
     )
 
 
-def _cell(raw: bytes, style: str):
+def _cell(raw: bytes, style: str) -> Text:
     """A token as rich Text on its background: newlines drawn as ↵, escapes in red."""
     from rich.text import Text
 
@@ -78,7 +85,9 @@ def _cell(raw: bytes, style: str):
     return cell
 
 
-def _lines(tok, token_ids: Sequence[int], ids: bool, width: int, palette: Sequence[str]):
+def _lines(
+    tok: Tokenizer, token_ids: Sequence[int], ids: bool, width: int, palette: Sequence[str]
+) -> Iterator[Text]:
     """Rows of cells that fit `width` (a token with a newline ends its row); with `ids`, each
     row is followed by the ids, each under its token on the same background."""
     from rich.cells import cell_len
