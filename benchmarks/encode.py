@@ -487,7 +487,7 @@ def goals(rows: list[dict]) -> dict:
     def ratio(a, b):
         return round(a / b, 3) if a and b else None
 
-    most = max((r["threads"] for r in rows if r["tool"] == "bytepair"), default=1)
+    most = max((r["threads"] or 1 for r in rows if r["tool"] == "bytepair"), default=1)
     pairs = {
         "per doc": (("encode_to_numpy", 1, "per doc"), ("encode", 1, "per doc")),
         "one string, new": (("encode_to_numpy(str)", 1, "cold"), ("encode(str)", 1, "cold")),
