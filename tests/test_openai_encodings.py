@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_unicode import pools, random_strings
+from test_unicode import assert_batch_equals_tiktoken, pools, random_strings
 
 import bytepair
 from bytepair.inspection.presets import load_named
@@ -67,11 +67,7 @@ def test_hypothesis_ids_equal_tiktoken(pair, text: str) -> None:
 
 def test_random_strings_ids_equal_tiktoken(pair) -> None:
     tok, enc = pair
-    strings = random_strings(seed=31, n=20_000)
-    expected = enc.encode_ordinary_batch(strings, num_threads=2)
-    got = tok.encode_ordinary_batch(strings, num_threads=2)
-    bad = [s for s, a, b in zip(strings, got, expected, strict=True) if a != b]
-    assert not bad, f"{len(bad)} of {len(strings)} differ from tiktoken: {bad[:5]!r}"
+    assert_batch_equals_tiktoken(tok, enc, random_strings(seed=31, n=20_000))
 
 
 def _corpora(cs336_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:

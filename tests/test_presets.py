@@ -17,7 +17,7 @@ import pytest
 import regex
 from hypothesis import given
 from hypothesis import strategies as st
-from test_unicode import _bytepair_many, pools, random_strings
+from test_unicode import _bytepair_many, assert_batch_equals_tiktoken, pools, random_strings
 
 import bytepair
 from bytepair.count import pretokenize
@@ -168,11 +168,7 @@ def with_tiktoken(request, cs336_data: Path, tmp_path_factory):
 
 def test_fuzz_preset_ids_equal_tiktoken(with_tiktoken) -> None:
     tok, enc = with_tiktoken
-    texts = random_strings(seed=21, n=20_000)
-    expected = enc.encode_ordinary_batch(texts, num_threads=2)
-    got = tok.encode_ordinary_batch(texts, num_threads=2)
-    bad = [t for t, a, b in zip(texts, got, expected, strict=True) if a != b]
-    assert not bad, f"{len(bad)} of {len(texts)} differ from tiktoken: {bad[:5]!r}"
+    assert_batch_equals_tiktoken(tok, enc, random_strings(seed=21, n=20_000))
 
 
 @given(st.lists(st.one_of([st.sampled_from(pool) for pool in pools().values()]), max_size=16))

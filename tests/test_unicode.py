@@ -181,13 +181,20 @@ def random_strings(seed: int, n: int) -> list[str]:
     return out
 
 
+def assert_batch_equals_tiktoken(
+    tok: bytepair.Tokenizer, enc: object, texts: list[str], name: str = "bytepair"
+) -> None:
+    """`encode_ordinary_batch` of `tok` gives tiktoken's ids on every text (2 threads each)."""
+    expected = enc.encode_ordinary_batch(texts, num_threads=2)
+    got = tok.encode_ordinary_batch(texts, num_threads=2)
+    bad = [t for t, a, b in zip(texts, got, expected, strict=True) if a != b]
+    assert not bad, f"{name}: {len(bad)} of {len(texts)} differ from tiktoken: {bad[:5]!r}"
+
+
 def _check_against_tiktoken(data: Path, tiktoken_gpt2, texts: list[str]) -> None:
     scanner, engine = _gpt2_tokenizers(data)
-    expected = tiktoken_gpt2.encode_ordinary_batch(texts, num_threads=2)
     for tok, name in [(scanner, "scanner"), (engine, "regex engine")]:
-        got = tok.encode_ordinary_batch(texts, num_threads=2)
-        bad = [t for t, a, b in zip(texts, got, expected, strict=True) if a != b]
-        assert not bad, f"{name}: {len(bad)} of {len(texts)} differ from tiktoken: {bad[:5]!r}"
+        assert_batch_equals_tiktoken(tok, tiktoken_gpt2, texts, name)
 
 
 def test_fuzz_matches_tiktoken_short(cs336_data: Path, tiktoken_gpt2) -> None:
