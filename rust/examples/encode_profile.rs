@@ -47,6 +47,7 @@ fn count_config(threads: usize) -> CountConfig {
         chunk_size: 1 << 20,
         num_threads: threads,
         cuts: None,
+        json_field: None,
     }
 }
 
@@ -135,9 +136,14 @@ fn main() {
             let config = count_config(reps);
             let t = Instant::now();
             let path = std::path::Path::new(&args[2]);
-            let (counts, _) =
-                bytepair_core::count::count_file(path, 0, u64::MAX, &config, &mut |_| true)
-                    .unwrap();
+            let (counts, _) = bytepair_core::count::count_file(
+                path,
+                (0, u64::MAX),
+                bytepair_core::count::Compression::None,
+                &config,
+                &mut |_| true,
+            )
+            .unwrap();
             let s = t.elapsed().as_secs_f64();
             println!(
                 "count_file {:.3} s {:.1} MB/s {} words",

@@ -31,11 +31,18 @@ fn main() {
                 )
                 .unwrap(),
             ),
+            json_field: None,
         };
         let t = Instant::now();
-        counts = bytepair_core::count::count_file(path, 0, u64::MAX, &config, &mut |_| true)
-            .unwrap()
-            .0;
+        counts = bytepair_core::count::count_file(
+            path,
+            (0, u64::MAX),
+            bytepair_core::count::Compression::None,
+            &config,
+            &mut |_| true,
+        )
+        .unwrap()
+        .0;
         print!("counted in {:.3} s; ", t.elapsed().as_secs_f64());
     }
     let words = counts.len();

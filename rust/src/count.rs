@@ -8,11 +8,12 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use crate::cuts::CutFinder;
 use crate::pretokenize::{PretokenizeError, Pretokenizer, Specials};
+use records::decoded;
 use regions::{count_regions, plan_regions};
 use stream::{count_stream, ReadError};
 use table::SharedParts;
@@ -20,6 +21,7 @@ use workers::internal;
 
 mod counter;
 mod long;
+mod records;
 mod regions;
 mod stream;
 mod table;
@@ -27,6 +29,7 @@ mod workers;
 
 pub use counter::Counter;
 pub(crate) use long::LongWords;
+pub use records::{count_rows, Compression, RowError};
 pub(crate) use table::drop_on;
 pub use table::{Packed, ShortMap, TableError, WordCounts};
 
@@ -37,6 +40,20 @@ pub enum CountError {
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A line of JSON records that is not a record with the text field.
+    #[error("{}:{line}: {message}", path.display())]
+    Record {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+    /// Compressed data that does not decompress.
+    #[error("{}: not valid {format} data ({source}); is the file complete?", path.display())]
+    Corrupt {
+        path: PathBuf,
+        format: &'static str,
         source: std::io::Error,
     },
     /// Invalid UTF-8 in strict mode.
@@ -89,6 +106,8 @@ pub struct CountConfig {
     /// Where a file may be cut for workers to read its regions themselves (`count_file`);
     /// None: one reader thread.
     pub cuts: Option<CutFinder>,
+    /// Some: the input is JSON lines, each record's field of this name a document.
+    pub json_field: Option<String>,
 }
 
 /// What counting a file saw.
@@ -127,11 +146,12 @@ impl CountStats {
 /// A regular file is cut in regions at safe cuts (`config.cuts`), and each worker reads the regions
 /// it takes itself. Why: one reader thread for all (read, UTF-8 check, copy) costs about a ninth of
 /// what counting the same bytes costs, so it keeps up with about 9 counting threads, not 16 or 64.
-/// Pipes, one worker, or no cut finder: one reader thread hands chunks to the workers.
+/// Pipes, one worker, no cut finder, JSON lines or compressed files: one reader thread hands
+/// chunks to the workers (the reader decompresses; the workers parse the JSON).
 pub fn count_file(
     path: &Path,
-    start: u64,
-    end: u64,
+    (start, end): (u64, u64),
+    compression: Compression,
     config: &CountConfig,
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<(WordCounts, CountStats), CountError> {
@@ -158,8 +178,9 @@ pub fn count_file(
     let n_chunks = usize::try_from(n_bytes / chunk_size as u64).unwrap_or(usize::MAX);
     let n_workers = crate::mem::worker_count(config.num_threads).min(n_chunks.saturating_add(1));
     let shared = Counter::shared();
+    let plain = compression == Compression::None && config.json_field.is_none();
     let regions = match &config.cuts {
-        Some(finder) if meta.is_file() && n_workers > 1 => plan_regions(
+        Some(finder) if plain && meta.is_file() && n_workers > 1 => plan_regions(
             finder,
             path,
             (start, start + n_bytes),
@@ -169,16 +190,36 @@ pub fn count_file(
         .map_err(io_err)?,
         _ => Vec::new(),
     };
-    let job = Job {
+    let (reader, file_read) = decoded(file.take(n_bytes), compression).map_err(io_err)?;
+    let mut job = Job {
         path,
         config,
         chunk_size,
         shared: &shared,
+        file_read: None,
     };
     let stats = if regions.len() > 1 {
         count_regions(&job, &regions, n_workers, progress)?
+    } else if compression == Compression::None {
+        count_stream(&job, reader, start, n_workers, progress)?
     } else {
-        count_stream(&job, file.take(n_bytes), start, n_workers, progress)?
+        let format = if compression == Compression::Gzip {
+            "gzip"
+        } else {
+            "zstd"
+        };
+        job.file_read = Some(&file_read);
+        let counted = count_stream(&job, reader, start, n_workers, progress);
+        counted.map_err(|e| match e {
+            CountError::Io { path, source } if source.kind() != std::io::ErrorKind::Interrupted => {
+                CountError::Corrupt {
+                    path,
+                    format,
+                    source,
+                }
+            }
+            e => e,
+        })?
     };
     // the workers, and their hold on the table, are gone
     Ok((WordCounts::from_shared(shared), stats))
@@ -190,6 +231,8 @@ struct Job<'a> {
     config: &'a CountConfig,
     chunk_size: usize,
     shared: &'a Arc<SharedParts>,
+    /// Bytes of the (compressed) file read so far, when they differ from the text's.
+    file_read: Option<&'a AtomicU64>,
 }
 
 impl Job<'_> {
@@ -247,6 +290,7 @@ pub(super) mod tests {
             chunk_size,
             num_threads,
             cuts: Some(CutFinder::new(specials, Pretokenizer::Gpt2).unwrap()),
+            json_field: None,
         }
     }
 
@@ -258,13 +302,25 @@ pub(super) mod tests {
         let text = "the cat<|e|>  sat\n\non the mat's  mat<|e|>é 12 ab".repeat(50);
         std::fs::write(&path, &text).unwrap();
         let config = |chunk_size, num_threads| config(&["<|e|>"], chunk_size, num_threads);
-        let whole = count_file(&path, 0, u64::MAX, &config(1 << 20, 1), &mut |_| true)
+        let whole = count_file(
+            &path,
+            (0, u64::MAX),
+            Compression::None,
+            &config(1 << 20, 1),
+            &mut |_| true,
+        )
+        .unwrap()
+        .0;
+        for (size, threads) in [(1, 1), (3, 2), (17, 2), (64, 1), (5, 3)] {
+            let got = count_file(
+                &path,
+                (0, u64::MAX),
+                Compression::None,
+                &config(size, threads),
+                &mut |_| true,
+            )
             .unwrap()
             .0;
-        for (size, threads) in [(1, 1), (3, 2), (17, 2), (64, 1), (5, 3)] {
-            let got = count_file(&path, 0, u64::MAX, &config(size, threads), &mut |_| true)
-                .unwrap()
-                .0;
             assert_eq!(got, whole, "chunk size {size}");
         }
         std::fs::remove_dir_all(&dir).unwrap();

@@ -31,6 +31,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encode::PyEncoder>()?;
     m.add_function(wrap_pyfunction!(count::count_file, m)?)?;
     m.add_function(wrap_pyfunction!(count::count_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(count::count_rows, m)?)?;
     m.add_function(wrap_pyfunction!(train::train_bpe, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::pretokenizer_kind, m)?)?;

@@ -9,7 +9,7 @@ from ._core import __version__ as __version__
 from .count import WordCounts, count_files, count_texts
 from .encoding import Tokenizer, load, save
 from .patterns import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
-from .train import train, train_bpe, train_from_counts, train_from_iterator
+from .train import train, train_bpe, train_from_counts, train_from_dataset, train_from_iterator
 
 __all__ = [
     "CL100K_PATTERN",
@@ -27,6 +27,7 @@ __all__ = [
     "train",
     "train_bpe",
     "train_from_counts",
+    "train_from_dataset",
     "train_from_iterator",
 ]
 

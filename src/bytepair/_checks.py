@@ -7,7 +7,6 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 #: The most threads an operation takes, unless the machine has more CPUs.
 MAX_THREADS = 256
@@ -111,25 +110,6 @@ def check_callback(progress: object) -> None:
             f"progress must be a callable taking the amount read so far, or None; got "
             f"{progress!r} (train() and the CLI take progress=True/False for progress bars)"
         )
-
-
-def check_input_files(
-    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-) -> list[Path]:
-    """Existing, readable regular files; the error names the first that is not."""
-    if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]
-    paths = [Path(p) for p in inputs]
-    if not paths:
-        raise ValueError("no input files given")
-    for path in paths:
-        if not path.exists():
-            raise FileNotFoundError(f"input file not found: {path}")
-        if path.is_dir():
-            raise IsADirectoryError(f"input is a directory, not a text file: {path}")
-        if not os.access(path, os.R_OK):
-            raise PermissionError(f"input file is not readable: {path} (check its permissions)")
-    return paths
 
 
 def check_str(text: object) -> str:

@@ -66,12 +66,24 @@ def count_file(
     strict: bool,
     chunk_size: int,
     num_threads: int,
+    compression: str | None = None,
+    json_field: str | None = None,
     progress: Callable[[int], object] | None = None,
 ) -> tuple[int, int, int, int]: ...
 def count_texts(
     counts: WordCounts,
     texts: list[str],
     *,
+    special_tokens: list[str],
+    pattern: str,
+    num_threads: int,
+) -> None: ...
+def count_rows(
+    counts: WordCounts,
+    offsets: npt.NDArray[np.int64],
+    data: npt.NDArray[np.uint8],
+    *,
+    first_row: int,
     special_tokens: list[str],
     pattern: str,
     num_threads: int,

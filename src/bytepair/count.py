@@ -7,18 +7,25 @@ what a cluster run needs (`distributed/`). No merging of pairs happens here (`tr
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from . import _core
-from ._checks import (
-    check_callback,
-    check_input_files,
-    check_num_threads,
-    check_special_tokens,
-    check_text,
-)
+from ._checks import check_callback, check_num_threads, check_special_tokens, check_text
+from .corpus.streams import in_background
 from .patterns import resolve_pattern
+from .sources import (
+    InputError,
+    Inputs,
+    Source,
+    arrow_batches,
+    expand_inputs,
+    open_parquet,
+    os_error,
+    row_group_starts,
+    text_column,
+)
 
 WordCounts = _core.WordCounts
 
@@ -26,6 +33,8 @@ WordCounts = _core.WordCounts
 DEFAULT_CHUNK_SIZE = 4 << 20
 #: Each worker holds about two chunks, so chunks past this size would only cost memory.
 MAX_CHUNK_SIZE = 1 << 30
+#: Rows of a Parquet file or a dataset handed to the core at a time.
+_BATCH_ROWS = 8192
 
 
 @dataclass
@@ -63,54 +72,224 @@ def _check_errors(errors: str) -> bool:
 
 
 def count_files(
-    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    paths: Inputs,
     *,
     special_tokens: Iterable[str] | None = None,
     pattern: str = "gpt2",
     num_threads: int | None = None,
     errors: str = "replace",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    jsonl_field: str = "text",
+    column: str = "text",
     progress: Callable[[int], object] | None = None,
     stats: CountStats | None = None,
 ) -> WordCounts:
-    """Counts the pretokens of text files; special tokens split the text and are not counted.
+    """Counts the pretokens of files, globs and folders (`bytepair.sources`: text, `.jsonl`
+    records' `jsonl_field`, `.parquet` rows' `column`; plain, `.gz` or `.zst`); special tokens
+    split the text and are not counted, and each record is a document of its own.
 
-    `progress(n)` gets the bytes read so far, over all files; `stats` collects totals.
+    `progress(n)` gets the bytes of the files read so far; `stats` collects totals.
 
     >>> counts = count_files("corpus.txt", special_tokens=["<|endoftext|>"])  # doctest: +SKIP
     """
-    files = check_input_files(paths)
     return count_ranges(
-        [(path, 0, None) for path in files],
+        [(src, 0, None) for src in expand_inputs(paths)],
         special_tokens=special_tokens,
         pattern=pattern,
         num_threads=num_threads,
         errors=errors,
         chunk_size=chunk_size,
+        jsonl_field=jsonl_field,
+        column=column,
         progress=progress,
         stats=stats,
     )
 
 
 def count_ranges(
-    ranges: Iterable[tuple[str | os.PathLike[str], int, int | None]],
+    ranges: Iterable[tuple[Source | str | os.PathLike[str], int, int | None]],
     *,
     special_tokens: Iterable[str] | None = None,
     pattern: str = "gpt2",
     num_threads: int | None = None,
     errors: str = "replace",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    jsonl_field: str = "text",
+    column: str = "text",
     progress: Callable[[int], object] | None = None,
     stats: CountStats | None = None,
 ) -> WordCounts:
-    """`count_files` of byte ranges `(path, start, end)` (`end` None: to the file's end), each
-    cut only at a safe point (see `bytepair.distributed.shards.plan_shards`): the counting step
+    """`count_files` of byte ranges `(file, start, end)` (`end` None: to the file's end), each
+    cut only at a safe point (see `bytepair.distributed.shards.plan_shards`; a compressed file
+    is read whole, a Parquet range holds the row groups that start in it): the counting step
     of a shard."""
-    specials = check_special_tokens(special_tokens)
-    regex = resolve_pattern(pattern)
-    strict = _check_errors(errors)
-    threads = check_num_threads(num_threads)
+    how = _How(
+        check_special_tokens(special_tokens),
+        resolve_pattern(pattern),
+        check_num_threads(num_threads),
+        _check_errors(errors),
+        _check_chunk_size(chunk_size),
+        _check_name(jsonl_field, "jsonl_field"),
+        _check_name(column, "column"),
+    )
     check_callback(progress)
+    total = WordCounts()
+    stats = stats if stats is not None else CountStats()
+    done = 0  # file bytes of the ranges before this one
+    for item, start, end in ranges:
+        src = item if isinstance(item, Source) else expand_inputs(item)[0]
+        stop = src.size if end is None else min(end, src.size)
+
+        def reported(n: int, before: int = done) -> object:
+            return None if progress is None else progress(before + n)
+
+        if src.kind == "parquet":
+            _count_parquet(total, src, (start, stop), how, reported, stats)
+        else:
+            _count_file(total, src, (start, end), how, reported, stats)
+        done += stop - start
+    return total
+
+
+@dataclass(frozen=True)
+class _How:
+    """The checked options of a count."""
+
+    specials: list[str]
+    regex: str
+    threads: int
+    strict: bool
+    chunk_size: int
+    jsonl_field: str
+    column: str
+
+
+def _count_file(
+    total: WordCounts,
+    src: Source,
+    span: tuple[int, int | None],
+    how: _How,
+    progress: Callable[[int], object],
+    stats: CountStats,
+) -> None:
+    """Text or JSON lines, plain or compressed: read, decompressed and parsed by the core."""
+    if src.compression and span != (0, None) and span != (0, src.size):
+        raise ValueError(f"{src.path}: a compressed file is counted whole, not bytes {span}")
+    n_bytes, n_replaced, n_chunks, max_chunk = _core.count_file(
+        total,
+        os.fspath(src.path),
+        start=span[0],
+        end=2**64 - 1 if span[1] is None or src.compression else span[1],
+        special_tokens=how.specials,
+        pattern=how.regex,
+        strict=how.strict,
+        chunk_size=how.chunk_size,
+        num_threads=how.threads,
+        compression=src.compression,
+        json_field=how.jsonl_field if src.kind == "jsonl" else None,
+        progress=progress,
+    )
+    stats.n_bytes += n_bytes
+    stats.n_replaced += n_replaced
+    stats.n_chunks += n_chunks
+    stats.max_chunk = max(stats.max_chunk, max_chunk)
+
+
+def _count_parquet(
+    total: WordCounts,
+    src: Source,
+    span: tuple[int, int],
+    how: _How,
+    progress: Callable[[int], object],
+    stats: CountStats,
+) -> None:
+    """The rows of the row groups that start in `span`, read by pyarrow in batches (on another
+    thread, while the core counts the batch before) and counted from Arrow's buffers."""
+    pf = open_parquet(src.path, how.column)
+    starts = row_group_starts(pf)
+    groups = [i for i, at in enumerate(starts) if span[0] <= at < span[1]]
+    if not groups:
+        return
+    first = sum(pf.metadata.row_group(i).num_rows for i in range(groups[0]))
+    rows = sum(pf.metadata.row_group(i).num_rows for i in groups)
+    batches = pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=groups, columns=[how.column])
+    seen = 0
+    for batch in in_background(_checked(batches, src), 2):
+        _count_arrow(total, batch.column(0), f"{src.path}", first + seen, how, stats)
+        seen += batch.num_rows
+        progress((span[1] - span[0]) * seen // max(rows, 1))
+
+
+def _checked(batches: Iterator[Any], src: Source) -> Iterator[Any]:
+    """pyarrow's batches, its errors naming the file."""
+    try:
+        yield from batches
+    except OSError as e:
+        raise os_error(e, f"cannot read {src.path}: {e.strerror or e}") from None
+    except Exception as e:
+        if type(e).__module__.startswith("pyarrow"):
+            raise InputError(f"{src.path}: corrupt Parquet data ({e})") from None
+        raise
+
+
+def _count_arrow(
+    total: WordCounts, array: Any, where: str, first_row: int, how: _How, stats: CountStats
+) -> None:
+    offsets, data = text_column(array, where, first_row)
+    try:
+        _core.count_rows(
+            total,
+            offsets,
+            data,
+            first_row=first_row,
+            special_tokens=how.specials,
+            pattern=how.regex,
+            num_threads=how.threads,
+        )
+    except ValueError as e:
+        raise InputError(f"{where}: {e}") from None
+    stats.n_bytes += int(offsets[-1] - offsets[0]) if len(offsets) else 0
+    stats.n_chunks += 1
+
+
+def count_dataset(
+    dataset: Any,
+    *,
+    column: str = "text",
+    special_tokens: Iterable[str] | None = None,
+    pattern: str = "gpt2",
+    num_threads: int | None = None,
+    batch_rows: int = _BATCH_ROWS,
+    progress: Callable[[int], object] | None = None,
+    stats: CountStats | None = None,
+) -> WordCounts:
+    """Counts the pretokens of a text column of a Hugging Face `Dataset`/`IterableDataset` or
+    an Arrow table, each row a document, from Arrow's buffers (no Python string per row).
+
+    `progress(n)` gets the text bytes counted so far.
+    """
+    how = _How(
+        check_special_tokens(special_tokens),
+        resolve_pattern(pattern),
+        check_num_threads(num_threads),
+        True,
+        DEFAULT_CHUNK_SIZE,
+        "text",
+        _check_name(column, "column"),
+    )
+    check_callback(progress)
+    stats = stats if stats is not None else CountStats()
+    total = WordCounts()
+    rows = 0
+    for array in in_background(arrow_batches(dataset, column, batch_rows), 2):
+        _count_arrow(total, array, f"column {column!r}", rows, how, stats)
+        rows += len(array)
+        if progress is not None:
+            progress(stats.n_bytes)
+    return total
+
+
+def _check_chunk_size(chunk_size: int) -> int:
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
         raise ValueError(f"chunk_size must be an integer number of bytes, got {chunk_size!r}")
     if not 1 <= chunk_size <= MAX_CHUNK_SIZE:
@@ -118,32 +297,13 @@ def count_ranges(
             f"chunk_size must be between 1 and {MAX_CHUNK_SIZE:,} bytes, got {chunk_size:,} "
             f"(the default, {DEFAULT_CHUNK_SIZE:,}, suits most inputs)"
         )
-    total = WordCounts()
-    stats = stats if stats is not None else CountStats()
-    for path, start, end in ranges:
-        done = stats.n_bytes
-        # progress over all ranges (a typed name: mypy infers no type for this lambda as an
-        # argument inside the loop)
-        reported: Callable[[int], object] | None = (
-            None if progress is None else (lambda n, done=done: progress(done + n))
-        )
-        n_bytes, n_replaced, n_chunks, max_chunk = _core.count_file(
-            total,
-            os.fspath(path),
-            start=start,
-            end=2**64 - 1 if end is None else end,
-            special_tokens=specials,
-            pattern=regex,
-            strict=strict,
-            chunk_size=chunk_size,
-            num_threads=threads,
-            progress=reported,
-        )
-        stats.n_bytes += n_bytes
-        stats.n_replaced += n_replaced
-        stats.n_chunks += n_chunks
-        stats.max_chunk = max(stats.max_chunk, max_chunk)
-    return total
+    return chunk_size
+
+
+def _check_name(name: str, what: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{what} must be a non-empty string, got {name!r}")
+    return name
 
 
 def count_texts(

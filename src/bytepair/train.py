@@ -16,11 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from . import _core
-from ._checks import check_input_files, check_num_threads
+from ._checks import check_num_threads
 from ._progress import Bar, show_progress
-from .count import DEFAULT_CHUNK_SIZE, CountStats, WordCounts, count_files, count_texts
+from .count import (
+    DEFAULT_CHUNK_SIZE,
+    CountStats,
+    WordCounts,
+    count_dataset,
+    count_ranges,
+    count_texts,
+)
 from .encoding import Tokenizer
 from .resume import MAX_VOCAB_SIZE, Plan, layout, plan
+from .sources import Inputs, expand_inputs
 
 __all__ = [
     "MAX_VOCAB_SIZE",
@@ -31,6 +39,7 @@ __all__ = [
     "train_bpe",
     "train_from_counts",
     "train_from_counts_with_report",
+    "train_from_dataset",
     "train_from_iterator",
     "train_with_report",
 ]
@@ -124,7 +133,7 @@ def merge_stage(
 
 
 def train_with_report(
-    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    inputs: Inputs,
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
@@ -134,23 +143,28 @@ def train_with_report(
     progress: bool | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     continue_from: ContinueFrom = None,
+    jsonl_field: str = "text",
+    column: str = "text",
 ) -> tuple[Tokenizer, TrainReport]:
     """`train`, also returning the `TrainReport` (sizes, merges done, time per stage)."""
     run = plan(vocab_size, special_tokens, pattern, continue_from)
-    files = check_input_files(inputs)
+    sources = expand_inputs(inputs)
+    files = [src.path for src in sources]
     show = show_progress(progress)
     report = TrainReport()
     stats = CountStats()
-    bar = Bar(show, sum(p.stat().st_size for p in files), "reading", divisor=1024)
+    bar = Bar(show, sum(src.size for src in sources), "reading", divisor=1024)
     start = time.perf_counter()
     try:
-        counts = count_files(
-            files,
+        counts = count_ranges(
+            [(src, 0, None) for src in sources],
             special_tokens=run.special_tokens,
             pattern=run.pattern,
             num_threads=num_threads,
             errors=errors,
             chunk_size=chunk_size,
+            jsonl_field=jsonl_field,
+            column=column,
             stats=stats,
             progress=bar.to,
         )
@@ -164,7 +178,7 @@ def train_with_report(
 
 
 def train(
-    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    inputs: Inputs,
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
@@ -174,8 +188,13 @@ def train(
     progress: bool | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     continue_from: ContinueFrom = None,
+    jsonl_field: str = "text",
+    column: str = "text",
 ) -> Tokenizer:
-    """Trains a byte-level BPE tokenizer on text files.
+    """Trains a byte-level BPE tokenizer on files: paths, globs or folders of text, JSON lines
+    (each record's `jsonl_field` a document) or Parquet (each row's `column` a document), plain
+    or compressed (`.gz`, `.zst`). A record is a document as text between two special tokens
+    is: training on records equals training on their texts joined by `<|endoftext|>`.
 
     `vocab_size` counts the 256 bytes, the merges and the special tokens. `pattern` is a preset
     ("gpt2", the default, "cl100k", "o200k") or a regex. Invalid UTF-8 is replaced by U+FFFD
@@ -196,6 +215,8 @@ def train(
         progress=progress,
         chunk_size=chunk_size,
         continue_from=continue_from,
+        jsonl_field=jsonl_field,
+        column=column,
     )
     if report.n_replaced:
         warnings.warn(
@@ -245,6 +266,48 @@ def train_from_iterator(
     if stats.n_chars == 0:
         raise ValueError(
             "the input is empty (the iterable gave no text): there is no text to train on"
+        )
+    return merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
+
+
+def train_from_dataset(
+    dataset: Any,
+    vocab_size: int,
+    special_tokens: Iterable[str] | None = None,
+    *,
+    column: str = "text",
+    pattern: str | None = None,
+    num_threads: int | None = None,
+    progress: bool | None = None,
+    continue_from: ContinueFrom = None,
+) -> Tokenizer:
+    """Trains on the text column of a Hugging Face `datasets.Dataset` or `IterableDataset` (or
+    a pyarrow `Table`/`RecordBatchReader`), each row a document, read in Arrow batches.
+
+    >>> tok = train_from_dataset(load_dataset("roneneldan/TinyStories"), 10_000)  # doctest: +SKIP
+    """
+    run = plan(vocab_size, special_tokens, pattern, continue_from)
+    show = show_progress(progress)
+    report = TrainReport()
+    bar = Bar(show, 0, "reading", divisor=1024)
+    start = time.perf_counter()
+    stats = CountStats()
+    try:
+        counts = count_dataset(
+            dataset,
+            column=column,
+            special_tokens=run.special_tokens,
+            pattern=run.pattern,
+            num_threads=num_threads,
+            progress=bar.to,
+            stats=stats,
+        )
+    finally:
+        bar.close()
+    report.seconds["pretokenize+count"] = time.perf_counter() - start
+    if stats.n_bytes == 0:
+        raise ValueError(
+            f"the dataset's column {column!r} holds no text: there is nothing to train on"
         )
     return merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_channel::RecvTimeoutError;
 
-use super::stream::{read_chunks, ReadError, SEND_WAIT};
+use super::stream::{count_chunk, read_chunks, Chunk, ReadError, SEND_WAIT};
 use super::workers::{guarded, join_workers, spawn_workers};
 use super::{CountError, CountStats, Counter, Job};
 use crate::cuts::CutFinder;
@@ -149,10 +149,8 @@ fn count_some_regions(
                 seen = n;
                 flags.counts(start)
             };
-            let mut count = |chunk: String, _: u64, _: &mut dyn FnMut(u64) -> bool| {
-                counter
-                    .add_document(&chunk, job.config, &flags.failed)
-                    .map_err(ReadError::Count)?;
+            let mut count = |chunk: Chunk, _: u64, _: &mut dyn FnMut(u64) -> bool| {
+                count_chunk(&mut counter, &chunk, job, &flags.failed).map_err(ReadError::Count)?;
                 Ok(true)
             };
             let read = read_chunks(
@@ -179,7 +177,7 @@ fn count_some_regions(
 mod tests {
     use super::*;
     use crate::count::tests::config;
-    use crate::count::{count_file, CountConfig};
+    use crate::count::{count_file, Compression, CountConfig};
     use crate::pretokenize::Pretokenizer;
 
     #[test]
@@ -208,7 +206,7 @@ mod tests {
             ..config(&["<|e|>"], chunk_size, num_threads)
         };
         let count = |range: (u64, u64), config: &CountConfig| {
-            count_file(&path, range.0, range.1, config, &mut |_| true)
+            count_file(&path, range, Compression::None, config, &mut |_| true)
                 .map(|(counts, stats)| (counts, stats.n_bytes, stats.n_replaced))
                 .map_err(|e| e.to_string())
         };

@@ -3,15 +3,15 @@
 //! the workers (`count_stream`). Workers that read regions themselves are `regions.rs`'s.
 
 use std::io::Read;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, SendTimeoutError};
 
-use super::table::SharedParts;
+use super::records::{count_lines, RecordError};
 use super::workers::{guarded, join_workers, spawn_workers};
-use super::{CountConfig, CountError, CountStats, Counter, Job};
+use super::{CountError, CountStats, Counter, Job};
 
 /// Decodes `raw` into `out`, replacing each maximal invalid subsequence by U+FFFD (as Python's
 /// `errors="replace"` does). Returns the number replaced, or the offset of the first invalid byte
@@ -71,15 +71,13 @@ pub(super) fn count_stream(
 ) -> Result<CountStats, CountError> {
     let mut stats = CountStats::default();
     let failed = AtomicBool::new(false);
-    let (tx, rx) = crossbeam_channel::bounded::<String>(n_workers);
+    let (tx, rx) = crossbeam_channel::bounded::<Chunk>(n_workers);
     std::thread::scope(|scope| {
-        let workers = spawn_workers(scope, n_workers, || {
-            || count_chunks(&rx, job.config, &failed, job.shared)
-        })?;
+        let workers = spawn_workers(scope, n_workers, || || count_chunks(&rx, job, &failed))?;
         // Sends a chunk, waiting while the channel is full but looking at `progress` every
         // `SEND_WAIT` (for Ctrl-C: a slow custom pattern can keep the workers busy for long).
         // Ok(false): a worker failed; its error is the one to report.
-        let mut send = |mut chunk: String,
+        let mut send = |mut chunk: Chunk,
                         n_read: u64,
                         progress: &mut dyn FnMut(u64) -> bool|
          -> Result<bool, ReadError> {
@@ -131,7 +129,14 @@ pub(super) const SEND_WAIT: Duration = Duration::from_millis(20);
 /// What `read_chunks` does with a chunk: (chunk, bytes read so far, progress) -> go on (false:
 /// stop quietly, another thread reports why), or an error.
 pub(super) type Deliver<'a> =
-    dyn FnMut(String, u64, &mut dyn FnMut(u64) -> bool) -> Result<bool, ReadError> + 'a;
+    dyn FnMut(Chunk, u64, &mut dyn FnMut(u64) -> bool) -> Result<bool, ReadError> + 'a;
+
+/// A piece of the input's text, cut where counting may cut: at a safe cut, or for JSON lines
+/// after a line's end; `first_line` (1-based) is the line it starts on, in JSON lines.
+pub(super) struct Chunk {
+    pub text: String,
+    pub first_line: u64,
+}
 
 /// Reads, decodes and cuts the input (which starts at byte `start` of the file) into chunks,
 /// delivering each; stops early (without error) once `failed` is raised or `deliver` says so.
@@ -143,10 +148,14 @@ pub(super) fn read_chunks(
     (deliver, failed): (&mut Deliver<'_>, &AtomicBool),
 ) -> Result<(), ReadError> {
     let (config, chunk_size) = (job.config, job.chunk_size);
+    let lines = config.json_field.is_some();
     let mut raw: Vec<u8> = Vec::new();
     let mut text = String::new();
     let mut target = chunk_size;
     let mut decoded_upto = start;
+    let mut line = 1; // the line `text` starts on (JSON lines)
+                      // progress in the file's bytes (compressed, when it is)
+    let done = |stats: &CountStats| job.file_read.map_or(stats.n_bytes, |n| n.load(Relaxed));
     loop {
         if failed.load(Ordering::Relaxed) {
             return Ok(());
@@ -167,29 +176,50 @@ pub(super) fn read_chunks(
         if eof {
             if !text.is_empty() {
                 stats.add_chunk(&text);
-                deliver(text, stats.n_bytes, progress)?;
+                deliver(
+                    Chunk {
+                        text,
+                        first_line: line,
+                    },
+                    done(stats),
+                    progress,
+                )?;
             }
-            progress(stats.n_bytes);
+            progress(done(stats));
             return Ok(());
         }
         // (with the bytes held back for decoding: counting only `text`, which always lacks the
         // last byte read, a region's first chunk took two reads, twice the chunk size)
         if text.len() + raw.len() >= target {
-            match config.specials.safe_cut(&text, &config.pretok) {
+            let cut = if lines {
+                text.rfind('\n').map(|p| p + 1)
+            } else {
+                config.specials.safe_cut(&text, &config.pretok)
+            };
+            match cut {
                 Some(p) => {
                     let rest = text[p..].to_owned();
                     text.truncate(p);
                     stats.add_chunk(&text);
-                    if !deliver(std::mem::replace(&mut text, rest), stats.n_bytes, progress)? {
+                    let first_line = line;
+                    if lines {
+                        line += text.bytes().filter(|&b| b == b'\n').count() as u64;
+                    }
+                    let chunk = Chunk {
+                        text: std::mem::replace(&mut text, rest),
+                        first_line,
+                    };
+                    if !deliver(chunk, done(stats), progress)? {
                         return Ok(()); // another thread failed; its error is reported
                     }
                     target = chunk_size;
                 }
-                // No cut yet (one long word): wait for twice the text, so rescans stay linear.
+                // No cut yet (one long word, or line): wait for twice the text, so rescans
+                // stay linear.
                 None => target = 2 * text.len(),
             }
         }
-        if !progress(stats.n_bytes) {
+        if !progress(done(stats)) {
             return Err(ReadError::Interrupted);
         }
     }
@@ -202,19 +232,45 @@ fn read_full(reader: &mut impl Read, buf: &mut Vec<u8>, n: usize) -> std::io::Re
     reader.take(n as u64).read_to_end(buf)
 }
 
+/// Counts one chunk: a document, or lines of JSON records.
+pub(super) fn count_chunk(
+    counter: &mut Counter,
+    chunk: &Chunk,
+    job: &Job<'_>,
+    stop: &AtomicBool,
+) -> Result<(), CountError> {
+    let Some(field) = &job.config.json_field else {
+        return counter.add_document(&chunk.text, job.config, stop);
+    };
+    let found = count_lines(
+        counter,
+        &chunk.text,
+        chunk.first_line,
+        (job.config, field),
+        stop,
+    );
+    found.map_err(|e| match e {
+        RecordError::Line(line, message) => CountError::Record {
+            path: job.path.to_owned(),
+            line,
+            message,
+        },
+        RecordError::Count(e) => e,
+    })
+}
+
 /// A worker: counts chunks from the channel until it closes. After a failure (its own or
 /// another's) it only drains the channel, so that the reader never waits on a full one.
 fn count_chunks(
-    rx: &Receiver<String>,
-    config: &CountConfig,
+    rx: &Receiver<Chunk>,
+    job: &Job<'_>,
     failed: &AtomicBool,
-    shared: &Arc<SharedParts>,
 ) -> Result<(), CountError> {
     let result = guarded(failed, || {
-        let mut counter = Counter::sharing(shared);
+        let mut counter = Counter::sharing(job.shared);
         for chunk in rx {
             if !failed.load(Ordering::Relaxed) {
-                counter.add_document(&chunk, config, failed)?;
+                count_chunk(&mut counter, &chunk, job, failed)?;
             }
         }
         Ok(counter.finish()?)

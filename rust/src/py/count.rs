@@ -11,10 +11,11 @@ use pyo3::types::PyBytes;
 
 use super::errors::{count_err, pretokenize_err, table_err};
 use super::progress::Progress;
-use crate::count::{self, CountConfig, WordCounts};
+use crate::count::{self, Compression, CountConfig, RowError, WordCounts};
 use crate::counts_file;
 use crate::cuts::CutFinder;
 use crate::pretokenize::{Pretokenizer, Specials};
+use numpy::PyReadonlyArray1;
 
 /// Word counts: distinct pretokens (bytes) and their u64 counts. The result of counting one
 /// shard; tables of several shards add up with `merge`, and pickle for shipping elsewhere.
@@ -141,9 +142,11 @@ impl PyWordCounts {
 }
 
 /// Counts the words of bytes `start..end` of the file at `path` into `counts` (in place, so the
-/// peak is one table). Returns (bytes read, invalid sequences replaced, chunks, largest chunk).
+/// peak is one table). `compression`: None, "gz" or "zst" (then the range is the whole file);
+/// `json_field`: the file is JSON lines, each record's field a document. Returns (text bytes
+/// read, invalid sequences replaced, chunks, largest chunk).
 #[pyfunction]
-#[pyo3(signature = (counts, path, *, start, end, special_tokens, pattern, strict, chunk_size, num_threads, progress=None))]
+#[pyo3(signature = (counts, path, *, start, end, special_tokens, pattern, strict, chunk_size, num_threads, compression=None, json_field=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn count_file(
     py: Python<'_>,
@@ -156,8 +159,12 @@ pub(super) fn count_file(
     strict: bool,
     chunk_size: usize,
     num_threads: usize,
+    compression: Option<&str>,
+    json_field: Option<String>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(u64, u64, u64, u64)> {
+    let compression = Compression::parse(compression)
+        .ok_or_else(|| PyValueError::new_err("compression must be None, 'gz' or 'zst'"))?;
     let pretok = Pretokenizer::new(pattern).map_err(pretokenize_err)?;
     let config = CountConfig {
         specials: Specials::new(&special_tokens).map_err(pretokenize_err)?,
@@ -166,10 +173,15 @@ pub(super) fn count_file(
         strict,
         chunk_size,
         num_threads,
+        json_field,
     };
     let mut reporter = Progress::new(progress);
-    let result =
-        py.detach(|| count::count_file(&path, start, end, &config, &mut |n| reporter.report(n)));
+    let result = py.detach(|| {
+        let range = (start, end);
+        count::count_file(&path, range, compression, &config, &mut |n| {
+            reporter.report(n)
+        })
+    });
     let result = result.map_err(count_err).and_then(|(found, stats)| {
         counts.absorb(py, found)?;
         Ok((
@@ -200,9 +212,48 @@ pub(super) fn count_texts(
         chunk_size: 0,
         num_threads,
         cuts: None,
+        json_field: None,
     };
     let found = py
         .detach(|| count::count_texts(&texts, &config))
         .map_err(count_err)?;
+    counts.absorb(py, found)
+}
+
+/// Counts the rows of an Arrow string column into `counts`, each row one document: row `i` is
+/// `data[offsets[i]..offsets[i + 1]]` (the column's own buffers, not a string per row).
+/// Errors name the row, counted from `first_row`.
+#[pyfunction]
+#[pyo3(signature = (counts, offsets, data, *, first_row, special_tokens, pattern, num_threads))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn count_rows(
+    py: Python<'_>,
+    counts: &PyWordCounts,
+    offsets: PyReadonlyArray1<'_, i64>,
+    data: PyReadonlyArray1<'_, u8>,
+    first_row: u64,
+    special_tokens: Vec<String>,
+    pattern: &str,
+    num_threads: usize,
+) -> PyResult<()> {
+    let config = CountConfig {
+        specials: Specials::new(&special_tokens).map_err(pretokenize_err)?,
+        pretok: Pretokenizer::new(pattern).map_err(pretokenize_err)?,
+        strict: true,
+        chunk_size: 0,
+        num_threads,
+        cuts: None,
+        json_field: None,
+    };
+    let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
+    let found = py.detach(|| count::count_rows(offsets, data, &config));
+    let row = |i: usize| first_row + i as u64;
+    let found = found.map_err(|e| match e {
+        RowError::BadOffsets(i) => {
+            PyValueError::new_err(format!("row {}: offsets outside the data", row(i)))
+        }
+        RowError::NotUtf8(i) => PyValueError::new_err(format!("row {}: not valid UTF-8", row(i))),
+        RowError::Count(e) => count_err(e),
+    })?;
     counts.absorb(py, found)
 }

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import UNICODE_VERSION, __version__
-from .options import common_options, pattern_option, ray_option, special_option
+from .options import common_options, input_options, pattern_option, ray_option, special_option
 from .shards import add_count_parser, count_command, train_on_counts
 from .view import add_view_parsers, inspect_command, show_command
 
@@ -47,8 +47,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    train = sub.add_parser("train", help="train a tokenizer on text files")
-    train.add_argument("inputs", nargs="*", type=Path, help="UTF-8 text files")
+    train = sub.add_parser("train", help="train a tokenizer on text, JSON lines or Parquet")
+    train.add_argument(
+        "inputs",
+        nargs="*",
+        help="files, globs or folders: UTF-8 text, .jsonl/.ndjson, .parquet; .gz or .zst",
+    )
+    input_options(train)
     train.add_argument(
         "--vocab-size",
         type=int,
@@ -133,8 +138,7 @@ def _add_encode_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         help="flat ids (default; npy for a .npy name) or Megatron's .bin + .idx",
     )
     encode.add_argument("--dtype", default=None, help="uint16, uint32 (int32 for megatron)")
-    encode.add_argument("--jsonl-field", default="text", help="the text field of .jsonl records")
-    encode.add_argument("--column", default="text", help="the text column of .parquet files")
+    input_options(encode)
     encode.add_argument(
         "--append-eot", action="store_true", help="add the end-of-text id after each record/file"
     )
@@ -215,6 +219,8 @@ def _run_training(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
         "errors": args.errors,
         "progress": False if args.quiet else None,
         "continue_from": args.continue_from,
+        "jsonl_field": args.jsonl_field,
+        "column": args.column,
     }
     if args.ray is not None:
         from ..distributed.ray_train import train_on_ray

@@ -48,3 +48,13 @@ def ray_option(parser: argparse.ArgumentParser, what: str) -> None:
         help=f"{what}: auto (the running cluster, or RAY_ADDRESS), local (a new one here), "
         f"ray://HEAD:10001 (needs pip install 'bytepair[ray]')",
     )
+
+
+def input_options(parser: argparse.ArgumentParser) -> None:
+    """Where the text of record files is (every command that reads inputs)."""
+    parser.add_argument(
+        "--jsonl-field", default="text", help="the text field of .jsonl records (default: text)"
+    )
+    parser.add_argument(
+        "--column", default="text", help="the text column of .parquet files (default: text)"
+    )

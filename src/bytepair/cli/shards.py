@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .options import common_options, pattern_option, special_option
+from .options import common_options, input_options, pattern_option, special_option
 
 if TYPE_CHECKING:
     from ..distributed.shards import CountsInfo
@@ -25,7 +25,12 @@ def add_count_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     count = sub.add_parser(
         "count", help="count one shard of the inputs into a .bpc file (for Slurm arrays, k8s jobs)"
     )
-    count.add_argument("inputs", nargs="+", help="UTF-8 text files, globs or folders")
+    count.add_argument(
+        "inputs",
+        nargs="+",
+        help="files, globs or folders: UTF-8 text, .jsonl/.ndjson, .parquet; .gz or .zst",
+    )
+    input_options(count)
     count.add_argument(
         "--shard",
         type=_shard,
@@ -52,14 +57,13 @@ def _shard(text: str) -> tuple[int, int]:
 
 def count_command(args: argparse.Namespace) -> None:
     from .._progress import Bar, show_progress
-    from ..corpus.inputs import expand_inputs
     from ..count import CountStats
     from ..distributed.shards import count_shard, plan_shards, save_counts
 
     k, n = args.shard
     options = {"special_tokens": args.special_tokens, "pattern": args.pattern or "gpt2"}
-    files = [str(s.path) for s in expand_inputs(args.inputs)]
-    shard = plan_shards(files, n, **options)[k]
+    reading = {"jsonl_field": args.jsonl_field, "column": args.column}
+    shard = plan_shards(args.inputs, n, **options, **reading)[k]
     stats = CountStats()
     show = show_progress(False if args.quiet else None)
     bar = Bar(show, shard.n_bytes, "counting", divisor=1024)

@@ -25,18 +25,17 @@ from .._atomic import write_atomic
 from .._checks import check_num_threads
 from .._progress import Bar, show_progress
 from ..encoding import Tokenizer, core_encoder
+from ..sources import Source, expand_inputs, os_error
 from .inputs import (
     DEFAULT_BLOCK_SIZE,
     ReadOptions,
     ResumePoint,
-    Source,
     Unit,
-    expand_inputs,
     read_source,
     small_files,
     small_text_units,
 )
-from .streams import complete, decode, in_background, invalid_utf8, os_error
+from .streams import complete, decode, in_background, invalid_utf8
 from .tokens import TokenWriter, choose_dtype
 
 if TYPE_CHECKING:

@@ -7,22 +7,13 @@ Document boundaries and writing are `encode.py`'s; a new kind is a reader in `re
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from .streams import (
-    InputError,
-    Stream,
-    decode,
-    in_background,
-    os_error,
-    require,
-)
+from ..sources import InputError, Source, open_parquet, os_error
+from .streams import Stream, decode, in_background
 
 if TYPE_CHECKING:  # numpy loads only when a token file is written or read
     import numpy as np
@@ -40,22 +31,6 @@ if TYPE_CHECKING:  # numpy loads only when a token file is written or read
 DEFAULT_BLOCK_SIZE = 1 << 20
 #: A resume point holds the bytes after the last cut; past this size, no resume point is made.
 _MAX_CARRY = 1 << 20
-_COMPRESSION = {".gz": "gz", ".zst": "zst"}
-_RECORD_KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
-
-
-@dataclass(frozen=True)
-class Source:
-    """One input file: how to read it, and what identifies it for `--resume`."""
-
-    path: Path
-    kind: str  # "text", "jsonl" or "parquet"
-    compression: str | None
-    size: int
-    mtime_ns: int
-
-    def key(self) -> list[str | int | None]:
-        return [str(self.path), self.kind, self.compression, self.size, self.mtime_ns]
 
 
 class ResumePoint(TypedDict, total=False):
@@ -105,56 +80,6 @@ class ReadOptions:
         ):
             raise ValueError(f"block_size must be an integer >= 256, got {self.block_size!r}")
         self.piece_bytes = max(self.block_size // 64, 256)
-
-
-def expand_inputs(
-    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-) -> list[Source]:
-    """Files as given, glob patterns and folders (recursively, hidden files skipped), each sorted;
-    an error names a pattern that matches nothing or a path that is missing."""
-    if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]
-    paths: list[Path] = []
-    for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p, path))
-            if not found:
-                raise InputError(f"input folder {path} holds no files")
-            paths += found
-        elif not path.exists() and glob.has_magic(str(item)):
-            found = sorted(Path(p) for p in glob.glob(str(item), recursive=True))
-            if not found:
-                raise InputError(f"no file matches {str(item)!r}")
-            paths += [p for p in found if p.is_file()]
-        elif not path.exists():
-            raise FileNotFoundError(f"input file not found: {path}")
-        else:
-            paths.append(path)
-    if not paths:
-        raise InputError("no input files given")
-    return [_source(p) for p in paths]
-
-
-def _hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
-
-
-def _source(path: Path) -> Source:
-    suffixes = [s.lower() for s in path.suffixes]
-    compression = _COMPRESSION.get(suffixes[-1]) if suffixes else None
-    if compression:
-        suffixes = suffixes[:-1]
-    kind = _RECORD_KINDS.get(suffixes[-1], "text") if suffixes else "text"
-    if kind == "parquet" and compression:
-        raise InputError(f"{path}: a .parquet file compresses inside; do not compress it again")
-    try:
-        st = path.stat()
-        if not os.access(path, os.R_OK):
-            raise PermissionError(13, "Permission denied")
-    except OSError as e:
-        raise os_error(e, f"cannot read {path}: {e.strerror}") from None
-    return Source(path, kind, compression, st.st_size, st.st_mtime_ns)
 
 
 def read_source(
@@ -315,19 +240,7 @@ def _parquet_units(
     index: int, src: Source, opts: ReadOptions, encoder: BlockEncoder, state: ResumePoint
 ) -> Iterator[Unit]:
     """Parquet: each row's column is a document; resumes by skipping rows."""
-    require("parquet")
-    import pyarrow.parquet as pq
-
-    try:
-        pf = pq.ParquetFile(src.path)
-    except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ...
-        raise InputError(f"{src.path}: not a readable Parquet file ({e})") from None
-    names = pf.schema_arrow.names
-    if opts.column not in names:
-        raise InputError(
-            f"{src.path}: no column {opts.column!r} (its columns: {', '.join(map(repr, names))}; "
-            f"choose one with --column / column=)"
-        )
+    pf = open_parquet(src.path, opts.column)
     n_rows, row = pf.metadata.num_rows, 0
     skip = state.get("row", 0)
     try:

@@ -14,40 +14,14 @@ import queue
 import threading
 import zlib
 from collections.abc import Iterator
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from ..sources import InputError, Source, os_error, require
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-    from .inputs import Source
-
 _T = TypeVar("_T")
-
-_EXTRA = {"zst": ("zstandard", "zst"), "parquet": ("pyarrow", "parquet")}
-
-
-class InputError(ValueError):
-    """Bad input: the message names the file and the line or byte offset."""
-
-
-def os_error(e: OSError, message: str) -> OSError:
-    """An OSError that prints as `message` alone (one clear line) but keeps the errno."""
-    err = OSError(message)
-    err.errno = e.errno
-    return err
-
-
-def require(extra: str) -> ModuleType:
-    """The optional module behind an extra, or an ImportError saying how to install it."""
-    module, name = _EXTRA[extra]
-    try:
-        return __import__(module)
-    except ImportError:
-        raise ImportError(
-            f"reading {'.zst' if extra == 'zst' else '.parquet'} files needs {module}: "
-            f"pip install 'bytepair[{name}]'"
-        ) from None
 
 
 class Hashing(io.RawIOBase):
@@ -76,7 +50,7 @@ class _Zstd(io.RawIOBase):
     """The decompressed bytes of zstd frames. zstandard's `stream_reader` ends quietly at the end
     of a cut-off file; here a frame left unfinished there is an error."""
 
-    def __init__(self, raw: Hashing, zstd: ModuleType):
+    def __init__(self, raw: Hashing, zstd: Any):
         self.raw, self.zstd = raw, zstd
         self.d, self.out, self.at = zstd.ZstdDecompressor().decompressobj(), b"", 0
         self.started = False

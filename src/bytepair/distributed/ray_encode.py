@@ -21,10 +21,10 @@ import numpy.typing as npt
 from .._atomic import write_atomic
 from .._progress import show_progress
 from ..corpus.encode import EOT, CorpusReport, check_eot, encode_files, tokenizer_hash
-from ..corpus.inputs import Source, expand_inputs
 from ..corpus.streams import Hashing
 from ..corpus.tokens import TokenWriter, choose_dtype, load_tokens, output_paths, read_doc_lengths
 from ..encoding import Tokenizer
+from ..sources import Source, expand_inputs
 from .ray_tasks import MAX_RETRIES, connected, run_tasks, shard_bar
 
 MANIFEST = "manifest.json"

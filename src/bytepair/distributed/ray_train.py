@@ -15,11 +15,12 @@ from pathlib import Path
 from types import ModuleType
 
 from .. import _core
-from .._checks import check_input_files, check_num_threads
+from .._checks import check_num_threads
 from .._progress import show_progress
 from ..count import CountStats, WordCounts
 from ..encoding import Tokenizer
 from ..resume import plan
+from ..sources import Inputs, expand_inputs
 from ..train import ContinueFrom, TrainReport, after_counting, merge_stage
 from .ray_tasks import MAX_RETRIES, connected, run_tasks, shard_bar
 from .shards import CountOptions, Shard, count_shard, plan_shards
@@ -100,7 +101,7 @@ def count_on_ray(
 
 
 def train_on_ray(
-    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    inputs: Inputs,
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
@@ -112,6 +113,8 @@ def train_on_ray(
     errors: str = "replace",
     progress: bool | None = None,
     continue_from: ContinueFrom = None,
+    jsonl_field: str = "text",
+    column: str = "text",
     _crash: tuple[int, str] | None = None,
 ) -> tuple[Tokenizer, TrainReport]:
     """`train_with_report` with counting spread over a Ray cluster (`address` as `connected`
@@ -126,17 +129,19 @@ def train_on_ray(
         isinstance(n_parts, bool) or not isinstance(n_parts, int) or n_parts < 1
     ):
         raise ValueError(f"n_parts must be a positive integer, got {n_parts!r}")
-    files = check_input_files(_expand(inputs))
+    sources = expand_inputs(inputs)
+    files = [src.path for src in sources]
     threads = check_num_threads(num_threads)
     show = show_progress(progress)
     report, stats = TrainReport(), CountStats()
     with connected(address) as ray:
         start = time.perf_counter()
         n_cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        size = sum(os.stat(f).st_size for f in files)
+        size = sum(src.size for src in sources)
         n_shards = n_shards or max(4 * n_cpus // threads, math.ceil(size / SHARD_BYTES), 1)
         specials, regex = run.special_tokens, run.pattern
-        shards = plan_shards(files, n_shards, special_tokens=specials, pattern=regex)
+        reading = {"jsonl_field": jsonl_field, "column": column}
+        shards = plan_shards(files, n_shards, special_tokens=specials, pattern=regex, **reading)
         report.seconds["plan"] = time.perf_counter() - start
         options: CountOptions = {
             "special_tokens": specials,
@@ -154,10 +159,3 @@ def train_on_ray(
     # the merge loop runs here, on all this machine's cores (`num_threads` is per task)
     tok = merge_stage(counts, run, report, show, consume=True, num_threads=None)
     return tok, report
-
-
-def _expand(inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Files, globs and folders as the corpus encoder expands them."""
-    from ..corpus.inputs import expand_inputs
-
-    return [str(s.path) for s in expand_inputs(inputs)]

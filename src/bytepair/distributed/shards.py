@@ -17,9 +17,10 @@ from typing import Any, TypedDict
 
 from .. import _core
 from .._atomic import write_atomic
-from .._checks import check_input_files, check_special_tokens
+from .._checks import check_special_tokens
 from ..count import CountStats, WordCounts, count_ranges
 from ..patterns import resolve_pattern
+from ..sources import Inputs, Source, expand_inputs, expand_paths, open_parquet, row_group_starts
 
 #: The `format` field of a `.bpc` file's metadata, and its version.
 COUNTS_FORMAT = "bytepair-counts"
@@ -52,6 +53,9 @@ class Shard:
     n_shards: int
     ranges: tuple[ByteRange, ...]
     plan: str
+    #: where the text of record files is (`.jsonl` field, `.parquet` column)
+    jsonl_field: str = "text"
+    column: str = "text"
 
     @property
     def n_bytes(self) -> int:
@@ -64,46 +68,49 @@ class Shard:
 
 
 def plan_shards(
-    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    paths: Inputs,
     n_shards: int,
     *,
     special_tokens: Iterable[str] | None = None,
     pattern: str = "gpt2",
+    jsonl_field: str = "text",
+    column: str = "text",
 ) -> list[Shard]:
-    """`n_shards` shards of about equal size over `paths` (in the order given), cut only where
-    training's reader may cut, so that counting them apart and adding up equals counting the
-    files. A shard is empty when a stretch had no cut (e.g. a custom pattern, no special token).
-    The plan depends only on the files, `n_shards`, the special tokens and the pattern: every
-    machine that plans it gets the same shards.
+    """`n_shards` shards of about equal size over `paths` (files, globs, folders, in the order
+    given), cut only where training's reader may cut, so that counting them apart and adding up
+    equals counting the files: plain text at safe cuts, JSON lines between lines, Parquet
+    between row groups; a compressed file is not cut. A shard is empty when a stretch had no
+    cut (e.g. a custom pattern and no special token, or one large compressed file). The plan
+    depends only on the files, `n_shards` and the options: every machine gets the same shards.
 
     >>> shards = plan_shards(["big.txt"], 64, special_tokens=["<|endoftext|>"])  # doctest: +SKIP
     """
     if isinstance(n_shards, bool) or not isinstance(n_shards, int) or n_shards < 1:
         raise ValueError(f"n_shards must be a positive integer, got {n_shards!r}")
-    files = [os.fspath(p) for p in check_input_files(paths)]
+    sources = expand_inputs(paths)
+    files = [os.fspath(src.path) for src in sources]
     specials = check_special_tokens(special_tokens)
     regex = resolve_pattern(pattern)
-    sizes = [os.stat(f).st_size for f in files]
+    sizes = [src.size for src in sources]
     total = sum(sizes)
     targets = [total * k // n_shards for k in range(1, n_shards)]
     cut_of: dict[int, int] = {}  # a target inside a file → the cut found for it
     begin = 0
-    for path, size in zip(files, sizes, strict=True):
-        inside = [t for t in targets if begin < t < begin + size]
+    for src, size in zip(sources, sizes, strict=True):
+        inside = [t - begin for t in targets if begin < t < begin + size]
         if inside:
-            found = _core.find_cuts(
-                path, [t - begin for t in inside], special_tokens=specials, pattern=regex
-            )
-            # no cut before a target in this file: the cut is the file's start
+            found = _cuts(src, inside, specials, regex, column)
             for t, cut in zip(inside, found, strict=True):
-                cut_of[t] = begin + (cut or 0)
+                cut_of[begin + t] = begin + cut
         begin += size
     cuts, last = [], 0
     for t in targets:  # a target between two files is a cut as it is
         last = max(last, cut_of.get(t, t))
         cuts.append(last)
     bounds = [0, *cuts, total]
-    digest = _fingerprint(files, sizes, n_shards, regex, specials, bounds)
+    kinds = [[src.kind, src.compression] for src in sources]
+    options = [regex, specials, jsonl_field, column]
+    digest = _fingerprint(files, sizes, kinds, n_shards, options, bounds)
     shards = []
     for k in range(n_shards):
         ranges, begin = [], 0
@@ -112,8 +119,37 @@ def plan_shards(
             if lo < hi:
                 ranges.append(ByteRange(path, lo, hi, size))
             begin += size
-        shards.append(Shard(k, n_shards, tuple(ranges), digest))
+        shards.append(Shard(k, n_shards, tuple(ranges), digest, jsonl_field, column))
     return shards
+
+
+def _cuts(
+    src: Source, targets: list[int], specials: list[str], regex: str, column: str
+) -> list[int]:
+    """Where `src` may be cut for each of `targets` (offsets in it): at or before the target (the
+    file's start when nothing nearer), or for JSON lines at the next line's start."""
+    if not src.splittable:
+        return [0] * len(targets)
+    if src.kind == "parquet":
+        starts = row_group_starts(open_parquet(src.path, column))
+        return [max((at for at in starts if at <= t), default=0) for t in targets]
+    if src.kind == "jsonl":
+        return [_next_line(src, t) for t in targets]
+    found = _core.find_cuts(os.fspath(src.path), targets, special_tokens=specials, pattern=regex)
+    return [cut or 0 for cut in found]
+
+
+def _next_line(src: Source, target: int) -> int:
+    """The start of the first line that starts at or after `target` (the file's end if none)."""
+    with open(src.path, "rb") as f:
+        f.seek(target - 1)
+        at = target - 1
+        while block := f.read(1 << 16):
+            newline = block.find(b"\n")
+            if newline >= 0:
+                return at + newline + 1
+            at += len(block)
+    return src.size
 
 
 def _fingerprint(*parts: object) -> str:
@@ -156,6 +192,8 @@ def count_shard(
             )
     return count_ranges(
         [(r.path, r.start, r.end) for r in shard.ranges],
+        jsonl_field=shard.jsonl_field,
+        column=shard.column,
         special_tokens=special_tokens,
         pattern=pattern,
         errors=errors,
@@ -219,9 +257,7 @@ def load_counts(
 
     >>> counts, info = load_counts("counts/*.bpc")  # doctest: +SKIP
     """
-    from ..corpus.inputs import expand_inputs
-
-    files = [str(s.path) for s in expand_inputs(paths)]
+    files = [str(p) for p in expand_paths(paths)]
     metas = [_read_meta(f) for f in files]
     info = _check_complete(files, metas)
     total = WordCounts()

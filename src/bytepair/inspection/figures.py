@@ -20,8 +20,9 @@ import numpy.typing as npt
 from .._checks import check_num_threads
 from .._progress import Bar, show_progress
 from ..corpus.encode import BlockEncoder
-from ..corpus.inputs import DEFAULT_BLOCK_SIZE, ReadOptions, Source, expand_inputs, read_source
+from ..corpus.inputs import DEFAULT_BLOCK_SIZE, ReadOptions, read_source
 from ..encoding import Tokenizer
+from ..sources import Source, expand_inputs
 
 if TYPE_CHECKING:
     from ..corpus.inputs import Ids, Positions

@@ -1,0 +1,348 @@
+//! Inputs made of records, each one document (a hard boundary, as a special token is): lines of
+//! JSON, whose text field the workers parse out themselves (so parsing runs on every counting
+//! thread, not on the reader), and the rows of an Arrow string column (`count_rows`). Reading
+//! compressed files is `decoded`'s: the reader thread decompresses as it reads.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+use super::{CountConfig, CountError, Counter, WordCounts};
+
+/// How a file's bytes are compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    /// The compression a name (`"gz"`, `"zst"`, or none) stands for.
+    pub fn parse(name: Option<&str>) -> Option<Self> {
+        match name {
+            None => Some(Compression::None),
+            Some("gz") => Some(Compression::Gzip),
+            Some("zst") => Some(Compression::Zstd),
+            Some(_) => None,
+        }
+    }
+}
+
+/// A reader of the decompressed bytes of `file`, and the count of the file's own bytes read
+/// so far (progress is shown in the file's bytes). Concatenated gzip members and zstd frames
+/// are read one after the other, as `zcat` and `zstdcat` do.
+pub(super) fn decoded<'a>(
+    file: impl Read + Send + 'a,
+    compression: Compression,
+) -> std::io::Result<(Box<dyn Read + Send + 'a>, Arc<AtomicU64>)> {
+    let read = Arc::new(AtomicU64::new(0));
+    let raw = Tally {
+        inner: file,
+        n: read.clone(),
+    };
+    let reader: Box<dyn Read + Send + 'a> = match compression {
+        Compression::None => Box::new(raw),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(
+            std::io::BufReader::with_capacity(1 << 16, raw),
+        )),
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(raw)?),
+    };
+    Ok((reader, read))
+}
+
+/// A reader that counts the bytes it gives.
+struct Tally<R> {
+    inner: R,
+    n: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Tally<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.n.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Counts the records of `chunk`, whole lines of JSON whose first is line `first_line` (1-based)
+/// of the input: each record's `field` is one document; blank lines are skipped.
+pub(super) fn count_lines(
+    counter: &mut Counter,
+    chunk: &str,
+    first_line: u64,
+    (config, field): (&CountConfig, &str),
+    stop: &AtomicBool,
+) -> Result<(), RecordError> {
+    for (i, line) in chunk.split('\n').enumerate() {
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        let at = first_line + i as u64;
+        let text = field_of(line, field).map_err(|message| RecordError::Line(at, message))?;
+        counter
+            .add_document(&text, config, stop)
+            .map_err(RecordError::Count)?;
+    }
+    Ok(())
+}
+
+/// Why a record could not be counted: a bad line (its number, what is wrong), or counting failed.
+pub(super) enum RecordError {
+    Line(u64, String),
+    Count(CountError),
+}
+
+/// The string value of `field` in the JSON object `line` (the last, if the key repeats, as in
+/// Python's `json.loads`), borrowed when it has no escapes; else what is wrong, for the user.
+pub(crate) fn field_of<'a>(line: &'a str, field: &str) -> Result<Cow<'a, str>, String> {
+    let mut de = serde_json::Deserializer::from_str(line);
+    let found = FieldSeed { name: field }
+        .deserialize(&mut de)
+        .and_then(|found| de.end().map(|()| found));
+    match found {
+        Ok(Found::Text(text)) => Ok(text),
+        Ok(Found::Missing(keys)) => Err(format!(
+            "the record has no field {field:?} (its fields: {}; choose one with --jsonl-field / \
+             jsonl_field=)",
+            if keys.is_empty() {
+                "none".to_string()
+            } else {
+                keys.join(", ")
+            }
+        )),
+        Ok(Found::NotText(kind)) => Err(format!("field {field:?} is {kind}, not a string")),
+        Ok(Found::NotObject) => Err("the line is not a JSON object".to_string()),
+        Err(e) => Err(format!("not valid JSON ({e})")),
+    }
+}
+
+enum Found<'a> {
+    Text(Cow<'a, str>),
+    NotText(&'static str),
+    /// The first keys of the object, quoted.
+    Missing(Vec<String>),
+    NotObject,
+}
+
+/// Finds one field of an object, skipping every other value unparsed into Rust values.
+struct FieldSeed<'f> {
+    name: &'f str,
+}
+
+impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
+    type Value = Found<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Found<'de>, D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldSeed<'_> {
+    type Value = Found<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found<'de>, A::Error> {
+        let mut found = None;
+        let mut keys = Vec::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == self.name {
+                found = Some(map.next_value_seed(ValueSeed)?);
+            } else {
+                if keys.len() < 10 {
+                    keys.push(format!("{key:?}"));
+                }
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found.unwrap_or(Found::Missing(keys)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Found<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Found::NotObject)
+    }
+    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Found<'de>, E> {
+        Ok(Found::NotObject)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Found<'de>, E> {
+        Ok(Found::NotObject)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Found<'de>, E> {
+        Ok(Found::NotObject)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Found<'de>, E> {
+        Ok(Found::NotObject)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Found<'de>, E> {
+        Ok(Found::NotObject)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Found<'de>, E> {
+        Ok(Found::NotObject)
+    }
+    fn visit_unit<E>(self) -> Result<Found<'de>, E> {
+        Ok(Found::NotObject)
+    }
+}
+
+/// The value of the wanted field: a string (borrowed when it has no escapes), or its kind.
+struct ValueSeed;
+
+impl<'de> DeserializeSeed<'de> for ValueSeed {
+    type Value = Found<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Found<'de>, D::Error> {
+        de.deserialize_any(ValueSeed)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed {
+    type Value = Found<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Found<'de>, E> {
+        Ok(Found::Text(Cow::Borrowed(s)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Found<'de>, E> {
+        Ok(Found::Text(Cow::Owned(s.to_owned())))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Found<'de>, E> {
+        Ok(Found::Text(Cow::Owned(s)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found<'de>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Found::NotText("an object"))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Found<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Found::NotText("a list"))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Found<'de>, E> {
+        Ok(Found::NotText("a boolean"))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Found<'de>, E> {
+        Ok(Found::NotText("a number"))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Found<'de>, E> {
+        Ok(Found::NotText("a number"))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Found<'de>, E> {
+        Ok(Found::NotText("a number"))
+    }
+    fn visit_unit<E>(self) -> Result<Found<'de>, E> {
+        Ok(Found::NotText("null"))
+    }
+}
+
+/// Counts the rows of an Arrow string column, `data[offsets[i]..offsets[i + 1]]` for each row
+/// `i`, each row one document, on `config.num_threads` threads. `offsets` must rise within
+/// `data`; a row that is not UTF-8 is an error naming it.
+pub fn count_rows(
+    offsets: &[i64],
+    data: &[u8],
+    config: &CountConfig,
+) -> Result<WordCounts, RowError> {
+    let n_rows = offsets.len().saturating_sub(1);
+    for (i, w) in offsets.windows(2).enumerate() {
+        if w[0] < 0 || w[1] < w[0] || w[1] as u64 > data.len() as u64 {
+            return Err(RowError::BadOffsets(i));
+        }
+    }
+    let n = crate::mem::worker_count(config.num_threads).min(n_rows.max(1));
+    // rows split in parts of about equal bytes, one a thread
+    let total = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
+    let mut bounds = vec![0usize];
+    for k in 1..n {
+        let target = offsets[0] + total * k as i64 / n as i64;
+        let row = offsets.partition_point(|&o| o < target).min(n_rows);
+        bounds.push(row.max(*bounds.last().unwrap_or(&0)));
+    }
+    bounds.push(n_rows);
+    let shared = Counter::shared();
+    let stop = AtomicBool::new(false);
+    let count_part = |lo: usize, hi: usize| -> Result<(), RowError> {
+        let mut counter = Counter::sharing(&shared);
+        for row in lo..hi {
+            let bytes = &data[offsets[row] as usize..offsets[row + 1] as usize];
+            let text = simdutf8::basic::from_utf8(bytes).map_err(|_| RowError::NotUtf8(row))?;
+            counter
+                .add_document(text, config, &stop)
+                .map_err(RowError::Count)?;
+        }
+        counter.finish().map_err(|e| RowError::Count(e.into()))
+    };
+    std::thread::scope(|scope| {
+        let mut workers = Vec::new();
+        for w in bounds.windows(2) {
+            let (lo, hi) = (w[0], w[1]);
+            match std::thread::Builder::new().spawn_scoped(scope, move || count_part(lo, hi)) {
+                Ok(handle) => workers.push(handle),
+                Err(_) => count_part(lo, hi)?,
+            }
+        }
+        let mut first = Ok(());
+        for w in workers {
+            let result = w
+                .join()
+                .unwrap_or_else(|p| Err(RowError::Count(super::workers::internal(p))));
+            first = first.and(result);
+        }
+        first
+    })?;
+    Ok(WordCounts::from_shared(shared))
+}
+
+/// Why the rows of a column could not be counted.
+#[derive(Debug)]
+pub enum RowError {
+    /// The offsets of this row do not rise within the data.
+    BadOffsets(usize),
+    /// This row is not valid UTF-8.
+    NotUtf8(usize),
+    Count(CountError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_of_reads_json_as_python_does() {
+        assert_eq!(field_of(r#"{"text": "a b"}"#, "text").unwrap(), "a b");
+        assert_eq!(
+            field_of(
+                r#"{"id": 1, "text": "a\nb\u00e9\ud83d\ude00", "m": {"x": [1]}}"#,
+                "text"
+            )
+            .unwrap(),
+            "a\nbé😀"
+        );
+        // the last of repeated keys, as json.loads keeps
+        assert_eq!(field_of(r#"{"t": "a", "t": "b"}"#, "t").unwrap(), "b");
+        assert!(field_of(r#"{"id": 1}"#, "text")
+            .unwrap_err()
+            .contains(r#"its fields: "id""#));
+        assert!(field_of(r#"{"text": 3}"#, "text")
+            .unwrap_err()
+            .contains("a number, not a string"));
+        assert!(field_of(r#"{"text": null}"#, "text")
+            .unwrap_err()
+            .contains("null"));
+        assert!(field_of(r#"[1, 2]"#, "text")
+            .unwrap_err()
+            .contains("not a JSON object"));
+        assert!(field_of(r#"{"text": "a"} x"#, "text")
+            .unwrap_err()
+            .contains("not valid JSON"));
+        assert!(field_of(r#"{"text": "a"#, "text")
+            .unwrap_err()
+            .contains("not valid JSON"));
+    }
+}
