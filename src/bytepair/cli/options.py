@@ -48,3 +48,32 @@ def ray_option(parser: argparse.ArgumentParser, what: str) -> None:
         help=f"{what}: auto (the running cluster, or RAY_ADDRESS), local (a new one here), "
         f"ray://HEAD:10001 (needs pip install 'bytepair[ray]')",
     )
+
+
+def role_options(parser: argparse.ArgumentParser) -> None:
+    """What `tokenizer_config.json` tells transformers: the special tokens' roles and the
+    model's maximum length (`special_tokens.py` applies them)."""
+    group = parser.add_argument_group(
+        "transformers (tokenizer_config.json)",
+        "roles name special tokens of the tokenizer; '' removes a role",
+    )
+    for role, default in (
+        ("eos", "<|endoftext|> when it is a special token"),
+        ("bos", "none"),
+        ("pad", "none"),
+        ("unk", "none"),
+    ):
+        group.add_argument(
+            f"--{role}-token",
+            default=None,
+            metavar="TOKEN",
+            help=f"the {role} token (default: {default})",
+        )
+    group.add_argument(
+        "--model-max-length",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the model's longest input in tokens (default: unknown, written as transformers' "
+        "int(1e30))",
+    )
