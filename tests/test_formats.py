@@ -66,6 +66,7 @@ def _same(a: bytepair.Tokenizer, b: bytepair.Tokenizer) -> None:
     assert a.merges == b.merges
     assert list(a.special_tokens.items()) == list(b.special_tokens.items())
     assert a.pattern == b.pattern
+    assert a.special_token_roles == b.special_token_roles
 
 
 def _tiktoken(directory: Path):
