@@ -40,7 +40,7 @@ def add_special_tokens_parser(sub: argparse._SubParsersAction[argparse.ArgumentP
         help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
     )
     cmd.add_argument("--quiet", action="store_true", help="no summary")
-    role_options(cmd)
+    role_options(cmd, kept=True)
 
 
 def add_special_tokens_command(args: argparse.Namespace) -> None:
