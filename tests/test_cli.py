@@ -28,6 +28,8 @@ MODEL_FILES = {
     "tokenizer.json",
     "tokenizer.tiktoken",
     "tokenizer.tiktoken.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
 }
 TEXT = (
     "The quick brown fox jumps over the lazy dog. It's 12 o'clock!\n"

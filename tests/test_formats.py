@@ -30,6 +30,8 @@ FILES = [
     "tokenizer.tiktoken",
     "tokenizer.tiktoken.json",
 ]
+#: Written beside tokenizer.json for transformers; they hold no tokenizer to load.
+CONFIG_FILES = ["tokenizer_config.json", "special_tokens_map.json"]
 TEXTS = [
     "",
     "Hello, world! It's a test.\n\nNew paragraph   with  spaces\t\ttabs.",
@@ -64,6 +66,7 @@ def _same(a: bytepair.Tokenizer, b: bytepair.Tokenizer) -> None:
     assert a.merges == b.merges
     assert list(a.special_tokens.items()) == list(b.special_tokens.items())
     assert a.pattern == b.pattern
+    assert a.special_token_roles == b.special_token_roles
 
 
 def _tiktoken(directory: Path):
@@ -80,7 +83,7 @@ def _tiktoken(directory: Path):
 
 def test_every_format_round_trips(trained, tmp_path: Path) -> None:
     trained.save(tmp_path)
-    assert sorted(os.listdir(tmp_path)) == sorted(FILES)
+    assert sorted(os.listdir(tmp_path)) == sorted(FILES + CONFIG_FILES)
     for name in FILES:
         # GPT-2's pair holds no pattern; special tokens are found as tokens no merge makes.
         gpt2_pair = name in ("vocab.json", "merges.txt")
@@ -101,7 +104,7 @@ def test_gpt2_files_are_byte_identical_through_every_format(gpt2, cs336_data, tm
     for name in FILES:
         again = tmp_path / name
         bytepair.load(first / name).save(again)
-        for written in FILES:
+        for written in FILES + CONFIG_FILES:
             assert (again / written).read_bytes() == (first / written).read_bytes(), (name, written)
 
 

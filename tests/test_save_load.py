@@ -78,9 +78,11 @@ def test_save_load_roundtrip(request, tmp_path: Path, which: str) -> None:
     assert sorted(os.listdir(tmp_path / "model")) == [
         "bytepair.model",
         "merges.txt",
+        "special_tokens_map.json",
         "tokenizer.json",
         "tokenizer.tiktoken",
         "tokenizer.tiktoken.json",
+        "tokenizer_config.json",
         "vocab.json",
     ]
     model = tmp_path / "model"
@@ -546,7 +548,7 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_model_records_the_unicode_version(tmp_path: Path, fresh_warnings) -> None:
     lines = _model_lines(_tiny(), tmp_path)
-    assert lines[:2] == ["#bytepair-model v2", f"unicode {bytepair.UNICODE_VERSION}"]
+    assert lines[:2] == ["#bytepair-model v3", f"unicode {bytepair.UNICODE_VERSION}"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert bytepair.load(tmp_path / "good").unicode_version == bytepair.UNICODE_VERSION
@@ -566,12 +568,58 @@ def test_other_unicode_version_warns_once_per_version(tmp_path: Path, fresh_warn
     assert (tmp_path / "again" / "bytepair.model").read_text().splitlines()[1] == "unicode 15.1.0"
 
 
+def _without_roles(lines: list[str]) -> list[str]:
+    """A v3 file's lines less its `roles` section and `model_max_length` line (as v1 and v2)."""
+    at = next(n for n, line in enumerate(lines) if line.startswith("roles "))
+    n_roles = int(lines[at].split()[1])
+    assert lines[at + n_roles + 1].startswith("model_max_length ")
+    return lines[:at] + lines[at + n_roles + 2 :]
+
+
+def test_v2_model_without_roles_gets_the_default_roles(tmp_path: Path) -> None:
+    tok = _tiny().with_special_tokens(["<|pad|>"])
+    tok.special_token_roles = {"pad_token": "<|pad|>"}
+    tok.model_max_length = 512
+    lines = _model_lines(tok, tmp_path)
+    assert lines[0] == "#bytepair-model v3"
+    assert "roles 1" in lines and 'pad_token "<|pad|>"' in lines
+    assert "model_max_length 512" in lines
+    v2 = ["#bytepair-model v2", *_without_roles(lines)[1:]]
+    loaded = _load_lines(tmp_path, v2)
+    assert loaded.vocab == tok.vocab and loaded.special_tokens == tok.special_tokens
+    assert loaded.special_token_roles == {"eos_token": "<|endoftext|>"}
+    assert loaded.model_max_length is None
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ('eos_token "<|nope|>"', r"line 7: the eos_token '<\|nope\|>' is not one of the special"),
+        ('cls_token "<|endoftext|>"', r"line 7: expected a role, one of \['bos_token'"),
+        ("eos_token 7", r"line 7: the role's token must be a JSON string"),
+    ],
+)
+def test_model_bad_role_line(tmp_path: Path, line: str, error: str) -> None:
+    lines = _model_lines(_tiny(), tmp_path)
+    assert lines[5:7] == ["roles 1", 'eos_token "<|endoftext|>"']
+    with pytest.raises(ValueError, match=error):
+        _load_lines(tmp_path, [*lines[:6], line, *lines[7:]])
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1e3", ""])
+def test_model_bad_max_length_line(tmp_path: Path, value: str) -> None:
+    lines = _model_lines(_tiny(), tmp_path)
+    at = lines.index("model_max_length none")
+    with pytest.raises(ValueError, match=rf"line {at + 1}: expected 'model_max_length <positive"):
+        _load_lines(tmp_path, [*lines[:at], f"model_max_length {value}", *lines[at + 1 :]])
+
+
 @pytest.mark.parametrize(("pattern", "version"), [("gpt2", "17.0.0"), (r"\S+", "16.0.0")])
 def test_v1_model_without_unicode_line(tmp_path: Path, fresh_warnings, pattern, version) -> None:
     """v1 files (before the version was pinned): the GPT-2 scanner had Python `regex`'s
     Unicode 17.0 classes, other patterns fancy-regex's 16.0."""
     tok = _tiny(pattern)
-    v1 = ["#bytepair-model v1", *_model_lines(tok, tmp_path)[2:]]
+    v1 = ["#bytepair-model v1", *_without_roles(_model_lines(tok, tmp_path))[2:]]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         loaded = _load_lines(tmp_path, v1)

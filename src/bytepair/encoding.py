@@ -10,7 +10,7 @@ import functools
 import itertools
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -24,6 +24,7 @@ from ._checks import (
     check_text,
     check_vocab,
 )
+from ._roles import check_max_length, check_roles
 from ._specials import NO_SPECIALS, SLOW, AllowedSpecial, policy, quick_policy, refuse
 from .formats import ModelData, read, write
 from .formats.gpt2 import read_pair
@@ -48,6 +49,9 @@ class Tokenizer:
     creation order; special tokens not in `vocab` get the next free ids, in the order given.
     By default (CS336) `encode` matches every special token; for tiktoken's strict mode pass
     `allowed_special=set(), disallowed_special="all"`: text holding one then raises ValueError.
+    `special_token_roles` (e.g. `{"eos_token": "<|endoftext|>"}`, the default when that token is
+    present) and `model_max_length` (None: unknown) are what transformers reads of
+    `tokenizer_config.json`; they do not change encoding.
 
     >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
     >>> tok.encode("abc")
@@ -61,6 +65,8 @@ class Tokenizer:
         special_tokens: Iterable[str] | None = None,
         *,
         pattern: str = "gpt2",
+        special_token_roles: Mapping[str, str | None] | None = None,
+        model_max_length: int | None = None,
     ):
         specials = check_special_tokens(special_tokens)
         self._vocab = check_vocab(vocab)
@@ -78,6 +84,8 @@ class Tokenizer:
                 next_id += 1
             self._special_ids[token] = id_of[raw]
         self._n_vocab = next_id  # kept: a scan of the vocabulary per call cost 1 ms
+        self._roles = check_roles(special_token_roles, self._special_ids)
+        self._model_max_length = check_max_length(model_max_length)
         self.pattern = resolve_pattern(pattern)
         #: The Unicode version of the classes it was trained with (`load` sets the file's).
         self.unicode_version = _core.UNICODE_VERSION
@@ -125,6 +133,31 @@ class Tokenizer:
         return set(self._special_ids)
 
     @property
+    def special_token_roles(self) -> dict[str, str]:
+        """transformers' role (`eos_token`, `bos_token`, `pad_token`, `unk_token`) → special
+        token (a copy). Assigning replaces them all; a role's token must be a special token.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>", "<p>"])
+        >>> tok.special_token_roles
+        {'eos_token': '<|endoftext|>'}
+        >>> tok.special_token_roles = {"eos_token": "<|endoftext|>", "pad_token": "<p>"}
+        """
+        return dict(self._roles)
+
+    @special_token_roles.setter
+    def special_token_roles(self, roles: Mapping[str, str | None]) -> None:
+        self._roles = check_roles(roles, self._special_ids)
+
+    @property
+    def model_max_length(self) -> int | None:
+        """The longest input, in tokens, of the model this tokenizer serves; None if unknown."""
+        return self._model_max_length
+
+    @model_max_length.setter
+    def model_max_length(self, value: int | None) -> None:
+        self._model_max_length = check_max_length(value)
+
+    @property
     def n_vocab(self) -> int:
         """One more than the largest id (tiktoken's meaning)."""
         return self._n_vocab
@@ -139,7 +172,55 @@ class Tokenizer:
         """Pickles as its vocabulary, merges, special tokens and pattern (as tiktoken's
         `Encoding` does), so it can go to worker processes; the core is rebuilt there."""
         state = (self._vocab, self._merges, list(self._special_ids), self.pattern)
-        return (_rebuild, (*state, self.unicode_version))
+        return (_rebuild, (*state, self.unicode_version, self._roles, self._model_max_length))
+
+    def with_special_tokens(
+        self,
+        tokens: Iterable[str],
+        *,
+        special_token_roles: Mapping[str, str | None] | None = None,
+        model_max_length: int | None = None,
+    ) -> Tokenizer:
+        """A new tokenizer with `tokens` added as special tokens, with ids after the last one,
+        in the order given: every existing id keeps its bytes, so ids encoded before stay valid.
+        `special_token_roles` changes the roles it names (a None value removes one) and keeps
+        the others; `<|endoftext|>` among `tokens` becomes the eos token when there is none.
+        `model_max_length` replaces the maximum length when given. A token that is empty,
+        listed twice or already a special token is a ValueError.
+
+        >>> tok = Tokenizer({i: bytes([i]) for i in range(256)}, [], ["<|endoftext|>"])
+        >>> chat = tok.with_special_tokens(["<|im_start|>", "<|im_end|>"])
+        >>> chat.special_tokens
+        {'<|endoftext|>': 256, '<|im_start|>': 257, '<|im_end|>': 258}
+        """
+        new = check_special_tokens(tokens)
+        for token in new:
+            if token in self._special_ids:
+                raise ValueError(
+                    f"{token!r} is already a special token of this tokenizer (id "
+                    f"{self._special_ids[token]}); list only new special tokens"
+                )
+        vocab = dict(self._vocab)
+        # Ids of their own even when the bytes are a token already: the last id with a special
+        # token's bytes is the special (see __init__), and the old id stays a plain token.
+        for n, token in enumerate(new):
+            vocab[self._n_vocab + n] = token.encode("utf-8")
+        roles: dict[str, str | None] = dict(self._roles)
+        if "eos_token" not in roles:
+            roles |= check_roles(None, new)  # the default eos token, if added now
+        roles |= special_token_roles or {}
+        tok = Tokenizer(
+            vocab,
+            self._merges,
+            [*self._special_ids, *new],
+            pattern=self.pattern,
+            special_token_roles=roles,
+            model_max_length=self._model_max_length
+            if model_max_length is None
+            else model_max_length,
+        )
+        tok.unicode_version = self.unicode_version
+        return tok
 
     def save(
         self, directory: str | os.PathLike[str], *, formats: Iterable[str] | None = None
@@ -415,7 +496,14 @@ def load(
     """
     data, file = read(path, pattern=pattern, special_tokens=special_tokens)
     try:
-        tok = Tokenizer(data.vocab, data.merges, list(data.special_tokens), pattern=data.pattern)
+        tok = Tokenizer(
+            data.vocab,
+            data.merges,
+            list(data.special_tokens),
+            pattern=data.pattern,
+            special_token_roles=data.roles,
+            model_max_length=data.model_max_length,
+        )
     except (TypeError, ValueError) as e:  # the parts parse but do not make a tokenizer
         raise ValueError(f"{file}: {e}") from None
     if tok.special_tokens != data.special_tokens:
@@ -444,9 +532,17 @@ def save(
 
 
 def model_data(tok: Tokenizer) -> ModelData:
-    """What the formats write of a tokenizer: vocabulary, merges, special tokens, pattern and
-    the Unicode version of its training."""
-    return ModelData(tok.vocab, tok.merges, tok.special_tokens, tok.pattern, tok.unicode_version)
+    """What the formats write of a tokenizer: vocabulary, merges, special tokens, pattern, the
+    Unicode version of its training, and the roles and maximum length transformers reads."""
+    return ModelData(
+        tok.vocab,
+        tok.merges,
+        tok.special_tokens,
+        tok.pattern,
+        tok.unicode_version,
+        roles=tok.special_token_roles,
+        model_max_length=tok.model_max_length,
+    )
 
 
 def core_encoder(tok: Tokenizer) -> _core.Encoder:
@@ -511,7 +607,18 @@ def _rebuild(
     specials: list[str],
     pattern: str,
     unicode_version: str,
+    roles: dict[str, str] | None = None,
+    model_max_length: int | None = None,
 ) -> Tokenizer:
-    tok = Tokenizer(vocab, merges, specials, pattern=pattern)
+    """The Tokenizer of a pickle; roles and maximum length have defaults because pickles made
+    before they existed lack them."""
+    tok = Tokenizer(
+        vocab,
+        merges,
+        specials,
+        pattern=pattern,
+        special_token_roles=roles,
+        model_max_length=model_max_length,
+    )
     tok.unicode_version = unicode_version
     return tok

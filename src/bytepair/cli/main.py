@@ -2,7 +2,8 @@
 clear line on stderr and exit status 2 (130 for Ctrl-C, as shells report SIGINT), with no
 traceback and no partial output file (every write is atomic). Here: the entry point and
 train/encode/decode/sample-corpus; `count` and `--from-counts` are `shards.py`'s, `inspect` and
-`show` `view.py`'s, shared options `options.py`'s. Each command imports its stage when it runs.
+`show` `view.py`'s, `add-special-tokens` and the role options `special_tokens.py`'s, shared
+options `options.py`'s. Each command imports its stage when it runs.
 """
 
 from __future__ import annotations
@@ -14,8 +15,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import UNICODE_VERSION, __version__
-from .options import common_options, input_options, pattern_option, ray_option, special_option
+from .options import (
+    common_options,
+    input_options,
+    pattern_option,
+    ray_option,
+    role_options,
+    special_option,
+)
 from .shards import add_count_parser, count_command, train_on_counts
+from .special_tokens import (
+    add_special_tokens_command,
+    add_special_tokens_parser,
+    apply_role_options,
+    check_role_options,
+)
 from .view import add_view_parsers, inspect_command, show_command
 
 if TYPE_CHECKING:
@@ -37,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     add_count_parser(sub)
     _add_decode_parser(sub)
     add_view_parsers(sub)
+    add_special_tokens_parser(sub)
     sample = sub.add_parser(
         "sample-corpus",
         help="write a sample corpus (the Python standard "
@@ -106,6 +121,7 @@ def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
     )
     common_options(train)
+    role_options(train)
 
 
 def _add_encode_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -169,14 +185,18 @@ def _train(args: argparse.Namespace) -> None:
     from ..resume import shrink
 
     check_formats(args.formats)  # before training, not after
+    check_role_options(args, args.special_tokens)
     bad = [n for n in args.save_at if n >= args.vocab_size]
     if bad:
         raise ValueError(f"--save-at sizes must be below --vocab-size {args.vocab_size}: {bad}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tok, report = _run_training(args)
+        tok = apply_role_options(tok, args)
         # Cut before writing anything: a size that cannot be cut fails with no output.
-        smaller = {n: shrink(tok, min(n, len(tok.vocab))) for n in args.save_at}
+        smaller = {
+            n: apply_role_options(shrink(tok, min(n, len(tok.vocab))), args) for n in args.save_at
+        }
     written = [tok.save(args.output, formats=args.formats)]
     for n, small in smaller.items():
         written.append(small.save(args.output / str(n), formats=args.formats))
@@ -332,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             "inspect": inspect_command,
             "show": show_command,
             "sample-corpus": _sample,
+            "add-special-tokens": add_special_tokens_command,
         }
         commands[args.command](args)
     except KeyboardInterrupt:

@@ -58,3 +58,34 @@ def input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--column", default="text", help="the text column of .parquet files (default: text)"
     )
+
+
+def role_options(parser: argparse.ArgumentParser, *, kept: bool = False) -> None:
+    """What `tokenizer_config.json` tells transformers: the special tokens' roles and the
+    model's maximum length (`special_tokens.py` applies them); `kept`: a command on a saved
+    tokenizer, whose values stay unless given."""
+    group = parser.add_argument_group(
+        "transformers (tokenizer_config.json)",
+        "roles name special tokens of the tokenizer; '' removes a role",
+    )
+    for role, default in (
+        ("eos", "<|endoftext|> when it is a special token"),
+        ("bos", "none"),
+        ("pad", "none"),
+        ("unk", "none"),
+    ):
+        group.add_argument(
+            f"--{role}-token",
+            default=None,
+            metavar="TOKEN",
+            help=f"the {role} token (default: {'as saved' if kept else default})",
+        )
+    group.add_argument(
+        "--model-max-length",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the model's longest input in tokens (default: "
+        + ("as saved" if kept else "unknown, written as transformers' int(1e30)")
+        + ")",
+    )

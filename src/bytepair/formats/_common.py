@@ -18,14 +18,17 @@ from .._checks import MAX_TOKEN_ID
 @dataclass
 class ModelData:
     """A tokenizer as data: what a format file holds. `special_tokens` maps text → id in the
-    order given; `unicode_version` is None when the format does not record it. `encoding.py`
-    turns it into a `Tokenizer` and back."""
+    order given; `roles` maps transformers' role (`eos_token`, ...) → special token;
+    `unicode_version` and `roles` are None when the format does not record them, and
+    `model_max_length` when it is unknown. `encoding.py` turns it into a `Tokenizer` and back."""
 
     vocab: dict[int, bytes]
     merges: list[tuple[bytes, bytes]]
     special_tokens: dict[str, int] = field(default_factory=dict)
     pattern: str = "gpt2"
     unicode_version: str | None = None
+    roles: dict[str, str] | None = None
+    model_max_length: int | None = None
 
     def plain_tokens(self) -> dict[int, bytes]:
         """Id → bytes of every token that is not a special token."""

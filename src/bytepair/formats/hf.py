@@ -3,6 +3,7 @@ Isolated), ByteLevel(use_regex=false)], ByteLevel decoder, special tokens as `ad
 merges written "a b" (every `tokenizers` reads that), read in both spellings. Byte-level BPE
 files of that shape (Llama-3's, GPT-2's ByteLevel-only one) load with their own pattern, others
 are refused naming the part; `hf_regex` writes each pattern in a form HF's Oniguruma reads alike.
+transformers' `tokenizer_config.json` and `special_tokens_map.json` go beside it (`hf_config.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from pathlib import Path
 
 from ..patterns import CL100K_PATTERN, GPT2_PATTERN, PRESETS
+from . import hf_config
 from ._common import (
     ModelData,
     check_id,
@@ -26,7 +28,7 @@ from ._common import (
 
 NAME = "hf"
 FILE = "tokenizer.json"
-FILES = (FILE,)
+FILES = (FILE, *hf_config.FILES)
 OPTIONS: tuple[str, ...] = ()
 
 #: Presets whose regex Oniguruma reads differently: the equivalent form written for HF. cl100k's
@@ -115,7 +117,7 @@ def render(data: ModelData) -> dict[str, str]:
             "merges": [f"{encode_token(a)} {encode_token(b)}" for a, b in data.merges],
         },
     }
-    return {FILE: json.dumps(doc, ensure_ascii=False, indent=2) + "\n"}
+    return {FILE: json.dumps(doc, ensure_ascii=False, indent=2) + "\n", **hf_config.render(data)}
 
 
 class _Doc:
@@ -144,7 +146,8 @@ class _Doc:
 
 
 def read(path: Path) -> ModelData:
-    """Parses a tokenizer.json; refuses, naming the part, what bytepair cannot reproduce."""
+    """Parses a tokenizer.json; refuses, naming the part, what bytepair cannot reproduce. The
+    roles and maximum length come from the `tokenizer_config.json` beside a `tokenizer.json`."""
     f = _Doc(path)
     doc = f.doc
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
@@ -154,7 +157,8 @@ def read(path: Path) -> ModelData:
     pattern = _pattern(f, doc.get("pre_tokenizer"))
     specials = _added_tokens(f, doc.get("added_tokens") or [])
     vocab, merges = _model(f, doc["model"], specials)
-    return ModelData(vocab, merges, specials, pattern)
+    roles, max_length = hf_config.read(path.parent, specials) if path.name == FILE else (None, None)
+    return ModelData(vocab, merges, specials, pattern, roles=roles, model_max_length=max_length)
 
 
 def _pattern(f: _Doc, pre: object) -> str:

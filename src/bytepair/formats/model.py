@@ -1,7 +1,8 @@
 """bytepair's own versioned `bytepair.model`: the only format that keeps everything verbatim,
 the pattern, the special tokens with their ids, any vocabulary (sparse ids, tokens no merge
-makes, equal byte strings) and the Unicode version of training. Line-based, so an error names
-its line. Whether that Unicode version matches this build is the loader's concern (`encoding.py`).
+makes, equal byte strings), the Unicode version of training and transformers' special-token
+roles and maximum length. Line-based, so an error names its line. Whether that Unicode version
+matches this build is the loader's concern (`encoding.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from pathlib import Path
 
 from .._checks import MAX_TOKEN_ID
+from .._roles import ROLES
 from ..patterns import GPT2_PATTERN
 from ._common import ModelData, read_text
 
@@ -19,8 +21,10 @@ NAME = "bytepair"
 MODEL_FILE = "bytepair.model"
 FILES = (MODEL_FILE,)
 OPTIONS: tuple[str, ...] = ()
-MODEL_HEADER = "#bytepair-model v2"
-#: Files without a `unicode` line, written before the Unicode version was pinned.
+MODEL_HEADER = "#bytepair-model v3"
+#: Files without the `roles` and `model_max_length` sections: they load with the default roles.
+MODEL_HEADER_V2 = "#bytepair-model v2"
+#: Files without a `unicode` line either, written before the Unicode version was pinned.
 MODEL_HEADER_V1 = "#bytepair-model v1"
 MODEL_END = "#end"
 
@@ -42,6 +46,10 @@ def render(data: ModelData) -> dict[str, str]:
         f"specials {len(data.special_tokens)}",
     ]
     lines += [f"{i} {json.dumps(t)}" for t, i in data.special_tokens.items()]
+    roles = data.roles or {}
+    lines.append(f"roles {len(roles)}")
+    lines += [f"{role} {json.dumps(t)}" for role, t in roles.items()]
+    lines.append(f"model_max_length {data.model_max_length or 'none'}")
     lines.append(f"vocab {len(data.vocab)}")
     lines += [f"{i} {_b64(b)}" for i, b in sorted(data.vocab.items())]
     lines.append(f"merges {len(data.merges)}")
@@ -114,13 +122,13 @@ def _is_number(text: str) -> bool:
 
 def read(path: Path) -> ModelData:
     """Parses a model file; a v1 file, which has no `unicode` line, gets the Unicode version
-    it was trained with (`_v1_unicode`)."""
+    it was trained with (`_v1_unicode`); v1 and v2 files have no roles (None: the default)."""
     lines = _Lines(path)
     header = lines.next()
-    if header not in (MODEL_HEADER, MODEL_HEADER_V1):
+    if header not in (MODEL_HEADER, MODEL_HEADER_V2, MODEL_HEADER_V1):
         raise lines.error(f"not a bytepair model file (expected {MODEL_HEADER!r})")
     unicode = None
-    if header == MODEL_HEADER:
+    if header != MODEL_HEADER_V1:
         unicode = lines.section("unicode")[1]
         if not re.fullmatch(r"\d+\.\d+\.\d+", unicode):
             raise lines.error(f"expected 'unicode <version>' like 16.0.0, got {unicode!r}")
@@ -132,6 +140,7 @@ def read(path: Path) -> ModelData:
         if token in specials:
             raise lines.error(f"special token {token!r} is listed twice")
         specials[token] = lines.integer(i)
+    roles, max_length = _roles(lines, specials) if header == MODEL_HEADER else (None, None)
     vocab: dict[int, bytes] = {}
     for _ in range(lines.count("vocab")):
         i, b = lines.pair()
@@ -145,7 +154,32 @@ def read(path: Path) -> ModelData:
         merges.append((lines.b64(a), lines.b64(b)))
     if lines.next() != MODEL_END:
         raise lines.error(f"expected {MODEL_END!r} (the file is damaged or has extra lines)")
-    return ModelData(vocab, merges, specials, pattern, unicode or _v1_unicode(pattern))
+    return ModelData(
+        vocab,
+        merges,
+        specials,
+        pattern,
+        unicode or _v1_unicode(pattern),
+        roles=roles,
+        model_max_length=max_length,
+    )
+
+
+def _roles(lines: _Lines, specials: dict[str, int]) -> tuple[dict[str, str], int | None]:
+    """The `roles` section (role → special token) and the `model_max_length` line."""
+    roles: dict[str, str] = {}
+    for _ in range(lines.count("roles")):
+        role, text = lines.pair()
+        token = lines.json_str(text, "role's token")
+        if role not in ROLES or role in roles:
+            raise lines.error(f"expected a role, one of {list(ROLES)}, each once; got {role!r}")
+        if token not in specials:
+            raise lines.error(f"the {role} {token!r} is not one of the special tokens above")
+        roles[role] = token
+    value = lines.section("model_max_length")[1]
+    if value != "none" and not (_is_number(value) and int(value) > 0):
+        raise lines.error(f"expected 'model_max_length <positive integer or none>', got {value!r}")
+    return roles, None if value == "none" else int(value)
 
 
 def _v1_unicode(pattern: str) -> str:
