@@ -103,9 +103,10 @@ def describe_env(python: str = sys.executable) -> str:
 
 
 def iter_docs(path: str | os.PathLike, block: int = 8 << 20):
-    """Yield the pieces of `text.split(EOT)` while reading the file in blocks."""
+    """Yield the pieces of `text.split(EOT)` while reading the file in blocks; line ends are
+    kept as they are (no universal newlines), so the documents are exactly the file's text."""
     rest = ""
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", newline="") as f:
         while buf := f.read(block):
             parts = (rest + buf).split(EOT)
             rest = parts.pop()

@@ -136,11 +136,13 @@ fn main() {
             let config = count_config(reps);
             let t = Instant::now();
             let path = std::path::Path::new(&args[2]);
-            let (counts, _) = bytepair_core::count::count_file(
+            let mut counts = bytepair_core::count::WordCounts::default();
+            bytepair_core::count::count_file(
                 path,
                 (0, u64::MAX),
                 bytepair_core::count::Compression::None,
                 &config,
+                &mut counts,
                 &mut |_| true,
             )
             .unwrap();

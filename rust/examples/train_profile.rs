@@ -34,15 +34,15 @@ fn main() {
             json_field: None,
         };
         let t = Instant::now();
-        counts = bytepair_core::count::count_file(
+        bytepair_core::count::count_file(
             path,
             (0, u64::MAX),
             bytepair_core::count::Compression::None,
             &config,
+            &mut counts,
             &mut |_| true,
         )
-        .unwrap()
-        .0;
+        .unwrap();
         print!("counted in {:.3} s; ", t.elapsed().as_secs_f64());
     }
     let words = counts.len();

@@ -148,13 +148,18 @@ impl CountStats {
 /// what counting the same bytes costs, so it keeps up with about 9 counting threads, not 16 or 64.
 /// Pipes, one worker, no cut finder, JSON lines or compressed files: one reader thread hands
 /// chunks to the workers (the reader decompresses; the workers parse the JSON).
+///
+/// The words are added to `into` in place (a table counted apart and merged after cost a pass
+/// over all its words a file: many on a folder of shards); after an error it holds what was
+/// counted.
 pub fn count_file(
     path: &Path,
     (start, end): (u64, u64),
     compression: Compression,
     config: &CountConfig,
+    into: &mut WordCounts,
     progress: &mut dyn FnMut(u64) -> bool,
-) -> Result<(WordCounts, CountStats), CountError> {
+) -> Result<CountStats, CountError> {
     let io_err = |source| CountError::Io {
         path: path.to_owned(),
         source,
@@ -177,7 +182,6 @@ pub fn count_file(
     );
     let n_chunks = usize::try_from(n_bytes / chunk_size as u64).unwrap_or(usize::MAX);
     let n_workers = crate::mem::worker_count(config.num_threads).min(n_chunks.saturating_add(1));
-    let shared = Counter::shared();
     let plain = compression == Compression::None && config.json_field.is_none();
     let regions = match &config.cuts {
         Some(finder) if plain && meta.is_file() && n_workers > 1 => plan_regions(
@@ -191,6 +195,7 @@ pub fn count_file(
         _ => Vec::new(),
     };
     let (reader, file_read) = decoded(file.take(n_bytes), compression).map_err(io_err)?;
+    let shared = std::mem::take(into).into_shared();
     let mut job = Job {
         path,
         config,
@@ -199,9 +204,9 @@ pub fn count_file(
         file_read: None,
     };
     let stats = if regions.len() > 1 {
-        count_regions(&job, &regions, n_workers, progress)?
+        count_regions(&job, &regions, n_workers, progress)
     } else if compression == Compression::None {
-        count_stream(&job, reader, start, n_workers, progress)?
+        count_stream(&job, reader, start, n_workers, progress)
     } else {
         let format = if compression == Compression::Gzip {
             "gzip"
@@ -219,10 +224,11 @@ pub fn count_file(
                 }
             }
             e => e,
-        })?
+        })
     };
     // the workers, and their hold on the table, are gone
-    Ok((WordCounts::from_shared(shared), stats))
+    *into = WordCounts::from_shared(shared);
+    stats
 }
 
 /// What every thread of one `count_file` call shares.
@@ -281,6 +287,24 @@ pub fn count_texts(texts: &[String], config: &CountConfig) -> Result<WordCounts,
 pub(super) mod tests {
     use super::*;
 
+    /// `count_file` of a plain file into a new table.
+    pub(crate) fn counted(
+        path: &Path,
+        range: (u64, u64),
+        config: &CountConfig,
+    ) -> Result<(WordCounts, CountStats), CountError> {
+        let mut table = WordCounts::default();
+        let stats = count_file(
+            path,
+            range,
+            Compression::None,
+            config,
+            &mut table,
+            &mut |_| true,
+        )?;
+        Ok((table, stats))
+    }
+
     /// Training's counting: the GPT-2 pattern, `specials`, strict UTF-8.
     pub(crate) fn config(specials: &[&str], chunk_size: usize, num_threads: usize) -> CountConfig {
         CountConfig {
@@ -302,25 +326,13 @@ pub(super) mod tests {
         let text = "the cat<|e|>  sat\n\non the mat's  mat<|e|>é 12 ab".repeat(50);
         std::fs::write(&path, &text).unwrap();
         let config = |chunk_size, num_threads| config(&["<|e|>"], chunk_size, num_threads);
-        let whole = count_file(
-            &path,
-            (0, u64::MAX),
-            Compression::None,
-            &config(1 << 20, 1),
-            &mut |_| true,
-        )
-        .unwrap()
-        .0;
-        for (size, threads) in [(1, 1), (3, 2), (17, 2), (64, 1), (5, 3)] {
-            let got = count_file(
-                &path,
-                (0, u64::MAX),
-                Compression::None,
-                &config(size, threads),
-                &mut |_| true,
-            )
+        let whole = counted(&path, (0, u64::MAX), &config(1 << 20, 1))
             .unwrap()
             .0;
+        for (size, threads) in [(1, 1), (3, 2), (17, 2), (64, 1), (5, 3)] {
+            let got = counted(&path, (0, u64::MAX), &config(size, threads))
+                .unwrap()
+                .0;
             assert_eq!(got, whole, "chunk size {size}");
         }
         std::fs::remove_dir_all(&dir).unwrap();

@@ -21,8 +21,10 @@ from .sources import (
     Source,
     arrow_batches,
     expand_inputs,
+    gathered,
     open_parquet,
     os_error,
+    parquet_batches,
     row_group_starts,
     text_column,
 )
@@ -33,8 +35,9 @@ WordCounts = _core.WordCounts
 DEFAULT_CHUNK_SIZE = 4 << 20
 #: Each worker holds about two chunks, so chunks past this size would only cost memory.
 MAX_CHUNK_SIZE = 1 << 30
-#: Rows of a Parquet file or a dataset handed to the core at a time.
+#: Rows of a dataset read at a time, and bytes of text handed to the core at a time.
 _BATCH_ROWS = 8192
+_BATCH = 64 << 20
 
 
 @dataclass
@@ -212,12 +215,11 @@ def _count_parquet(
         return
     first = sum(pf.metadata.row_group(i).num_rows for i in range(groups[0]))
     rows = sum(pf.metadata.row_group(i).num_rows for i in groups)
-    batches = pf.iter_batches(batch_size=_BATCH_ROWS, row_groups=groups, columns=[how.column])
-    seen = 0
-    for batch in in_background(_checked(batches, src), 2):
-        _count_arrow(total, batch.column(0), f"{src.path}", first + seen, how, stats)
-        seen += batch.num_rows
-        progress((span[1] - span[0]) * seen // max(rows, 1))
+    where = str(src.path)
+    arrays = gathered(_checked(parquet_batches(pf, how.column, groups), src), _BATCH, where)
+    for row, array in in_background(arrays, 1):
+        _count_arrow(total, array, where, first + row, how, stats)
+        progress((span[1] - span[0]) * (row + len(array)) // max(rows, 1))
 
 
 def _checked(batches: Iterator[Any], src: Source) -> Iterator[Any]:
@@ -280,10 +282,10 @@ def count_dataset(
     check_callback(progress)
     stats = stats if stats is not None else CountStats()
     total = WordCounts()
-    rows = 0
-    for array in in_background(arrow_batches(dataset, column, batch_rows), 2):
-        _count_arrow(total, array, f"column {column!r}", rows, how, stats)
-        rows += len(array)
+    where = f"column {column!r}"
+    arrays = gathered(arrow_batches(dataset, column, batch_rows), _BATCH, where)
+    for row, array in in_background(arrays, 1):
+        _count_arrow(total, array, where, row, how, stats)
         if progress is not None:
             progress(stats.n_bytes)
     return total

@@ -242,13 +242,15 @@ impl<'de> Visitor<'de> for ValueSeed {
 }
 
 /// Counts the rows of an Arrow string column, `data[offsets[i]..offsets[i + 1]]` for each row
-/// `i`, each row one document, on `config.num_threads` threads. `offsets` must rise within
-/// `data`; a row that is not UTF-8 is an error naming it.
+/// `i`, each row one document, on `config.num_threads` threads, into `into` (in place, as
+/// `count_file` does). `offsets` must rise within `data`; a row that is not UTF-8 is an error
+/// naming it.
 pub fn count_rows(
     offsets: &[i64],
     data: &[u8],
     config: &CountConfig,
-) -> Result<WordCounts, RowError> {
+    into: &mut WordCounts,
+) -> Result<(), RowError> {
     let n_rows = offsets.len().saturating_sub(1);
     for (i, w) in offsets.windows(2).enumerate() {
         if w[0] < 0 || w[1] < w[0] || w[1] as u64 > data.len() as u64 {
@@ -265,7 +267,7 @@ pub fn count_rows(
         bounds.push(row.max(*bounds.last().unwrap_or(&0)));
     }
     bounds.push(n_rows);
-    let shared = Counter::shared();
+    let shared = std::mem::take(into).into_shared();
     let stop = AtomicBool::new(false);
     let count_part = |lo: usize, hi: usize| -> Result<(), RowError> {
         let mut counter = Counter::sharing(&shared);
@@ -278,7 +280,7 @@ pub fn count_rows(
         }
         counter.finish().map_err(|e| RowError::Count(e.into()))
     };
-    std::thread::scope(|scope| {
+    let counted = std::thread::scope(|scope| {
         let mut workers = Vec::new();
         for w in bounds.windows(2) {
             let (lo, hi) = (w[0], w[1]);
@@ -295,8 +297,9 @@ pub fn count_rows(
             first = first.and(result);
         }
         first
-    })?;
-    Ok(WordCounts::from_shared(shared))
+    });
+    *into = WordCounts::from_shared(shared);
+    counted
 }
 
 /// Why the rows of a column could not be counted.

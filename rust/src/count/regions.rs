@@ -177,7 +177,8 @@ fn count_some_regions(
 mod tests {
     use super::*;
     use crate::count::tests::config;
-    use crate::count::{count_file, Compression, CountConfig};
+    use crate::count::tests::counted;
+    use crate::count::CountConfig;
     use crate::pretokenize::Pretokenizer;
 
     #[test]
@@ -206,7 +207,7 @@ mod tests {
             ..config(&["<|e|>"], chunk_size, num_threads)
         };
         let count = |range: (u64, u64), config: &CountConfig| {
-            count_file(&path, range, Compression::None, config, &mut |_| true)
+            counted(&path, range, config)
                 .map(|(counts, stats)| (counts, stats.n_bytes, stats.n_replaced))
                 .map_err(|e| e.to_string())
         };

@@ -143,6 +143,13 @@ impl WordCounts {
         WordCounts { short, long }
     }
 
+    /// The table as counters share it, so that counting adds to it in place: a table counted
+    /// apart and merged after costs a pass over all its words (`from_shared` undoes this).
+    pub fn into_shared(self) -> Arc<SharedParts> {
+        let parts = self.short.into_iter().zip(self.long).map(Mutex::new);
+        Arc::new(parts.collect())
+    }
+
     /// Adds every count of `other` into `self`, in place (the larger map absorbs the smaller).
     pub fn merge(&mut self, other: WordCounts) -> Result<(), TableError> {
         for (mine, theirs) in self.short.iter_mut().zip(other.short) {

@@ -176,20 +176,23 @@ pub(super) fn count_file(
         json_field,
     };
     let mut reporter = Progress::new(progress);
+    // counted into the table itself, taken out of its lock while the GIL is released (the
+    // progress callback takes the GIL: holding the lock meanwhile could wait on a thread that
+    // holds the GIL and waits on the lock)
+    let mut table = py.detach(|| std::mem::take(&mut *counts.lock()));
     let result = py.detach(|| {
         let range = (start, end);
-        count::count_file(&path, range, compression, &config, &mut |n| {
-            reporter.report(n)
-        })
+        let report = &mut |n| reporter.report(n);
+        count::count_file(&path, range, compression, &config, &mut table, report)
     });
-    let result = result.map_err(count_err).and_then(|(found, stats)| {
-        counts.absorb(py, found)?;
-        Ok((
+    let result = counts.absorb(py, table).and(result.map_err(count_err));
+    let result = result.map(|stats| {
+        (
             stats.n_bytes,
             stats.n_replaced,
             stats.n_chunks,
             stats.max_chunk,
-        ))
+        )
     });
     reporter.finish(py, result)
 }
@@ -246,14 +249,18 @@ pub(super) fn count_rows(
         json_field: None,
     };
     let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
-    let found = py.detach(|| count::count_rows(offsets, data, &config));
+    let (table, counted) = py.detach(|| {
+        let mut table = std::mem::take(&mut *counts.lock());
+        let counted = count::count_rows(offsets, data, &config, &mut table);
+        (table, counted)
+    });
+    counts.absorb(py, table)?;
     let row = |i: usize| first_row + i as u64;
-    let found = found.map_err(|e| match e {
+    counted.map_err(|e| match e {
         RowError::BadOffsets(i) => {
             PyValueError::new_err(format!("row {}: offsets outside the data", row(i)))
         }
         RowError::NotUtf8(i) => PyValueError::new_err(format!("row {}: not valid UTF-8", row(i))),
         RowError::Count(e) => count_err(e),
-    })?;
-    counts.absorb(py, found)
+    })
 }
