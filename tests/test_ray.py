@@ -79,6 +79,19 @@ def test_train_equals_local(
     assert "9/9 shards" in capsys.readouterr().err  # the driver's progress bar
 
 
+def test_records_and_compressed_inputs_equal_local(cluster: str, tmp_path: Path) -> None:
+    """JSON lines (plain and zstd), Parquet row groups and gzipped text, sharded on the cluster:
+    the merges of a local run on the same files."""
+    from test_sources import DOCS, write_all
+
+    paths = write_all(tmp_path, DOCS * 40, row_groups=6)
+    files = list(paths.values())
+    local = bytepair.train(files, 600, [EOT], progress=False)
+    tok, _ = train_on_ray(files, 600, [EOT], n_shards=7, progress=False)
+    assert tok.merges == local.merges
+    assert tok.vocab == local.vocab
+
+
 def test_continued_run_equals_local(cluster: str, inputs: list[Path], tmp_path: Path) -> None:
     base = bytepair.train(inputs[:2], 400, [EOT], progress=False)
     base.save(tmp_path / "base")
