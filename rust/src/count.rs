@@ -125,9 +125,9 @@ pub struct CountStats {
 }
 
 impl CountStats {
-    fn add_chunk(&mut self, chunk: &str) {
+    fn add_chunk(&mut self, len: usize) {
         self.n_chunks += 1;
-        self.max_chunk = self.max_chunk.max(chunk.len() as u64);
+        self.max_chunk = self.max_chunk.max(len as u64);
     }
 
     fn add(&mut self, other: CountStats) {
