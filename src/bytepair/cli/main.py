@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import UNICODE_VERSION, __version__
-from .options import common_options, pattern_option, ray_option, special_option
+from .options import (
+    common_options,
+    pattern_option,
+    ray_option,
+    shaping_kwargs,
+    shaping_options,
+    special_option,
+)
 from .shards import add_count_parser, count_command, train_on_counts
 from .view import add_view_parsers, inspect_command, show_command
 
@@ -100,6 +107,7 @@ def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="F,F,...",
         help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
     )
+    shaping_options(train)
     common_options(train)
 
 
@@ -162,7 +170,7 @@ def _sizes(text: str) -> list[int]:
 
 def _train(args: argparse.Namespace) -> None:
     from ..formats import check_formats
-    from ..resume import shrink
+    from ..shaping import cut
 
     check_formats(args.formats)  # before training, not after
     bad = [n for n in args.save_at if n >= args.vocab_size]
@@ -172,7 +180,8 @@ def _train(args: argparse.Namespace) -> None:
         warnings.simplefilter("always")
         tok, report = _run_training(args)
         # Cut before writing anything: a size that cannot be cut fails with no output.
-        smaller = {n: shrink(tok, min(n, len(tok.vocab))) for n in args.save_at}
+        pad = args.pad_vocab_to_multiple
+        smaller = {n: cut(tok, n, report.n_reserved, pad) for n in args.save_at}
     written = [tok.save(args.output, formats=args.formats)]
     for n, small in smaller.items():
         written.append(small.save(args.output / str(n), formats=args.formats))
@@ -215,6 +224,7 @@ def _run_training(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
         "errors": args.errors,
         "progress": False if args.quiet else None,
         "continue_from": args.continue_from,
+        **shaping_kwargs(args),
     }
     if args.ray is not None:
         from ..distributed.ray_train import train_on_ray
