@@ -63,8 +63,10 @@ class Shaping:
 def _check(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if not 1 <= value <= _MAX[name]:
-        raise ValueError(f"{name} must be a positive integer (at most {_MAX[name]:,}), got {value}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer (1 or more), got {value}")
+    if value > _MAX[name]:
+        raise ValueError(f"{name} must be at most {_MAX[name]:,}, got {value:,}")
 
 
 def reserved_tokens(n_vocab: int, special_tokens: list[str], multiple: int | None) -> list[str]:
