@@ -93,11 +93,18 @@ def _merge_pair(tokens: tuple[bytes, ...], pair: tuple[bytes, bytes]) -> tuple[b
 
 
 def train_from_counts(
-    word_counts: dict[bytes, int], vocab_size: int, special_tokens: list[str]
+    word_counts: dict[bytes, int],
+    vocab_size: int,
+    special_tokens: list[str],
+    *,
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
-    """docs/spec.md §1, rules 4-6, on a table word bytes -> count.
+    """docs/spec.md §1, rules 4-6 and 8, on a table word bytes -> count.
 
-    Stops early, silently, when no pair is left; `len(merges)` then tells how many were made.
+    Stops early, silently, when no pair is left (or none that rule 8 allows); `len(merges)` then
+    tells how many were made. Reserved tokens that pad the vocabulary are in the returned vocab.
 
     >>> vocab, merges = train_from_counts({b"aaa": 2, b"ab": 1}, 258, [])
     >>> merges
@@ -126,10 +133,16 @@ def train_from_counts(
         for tokens, count in words:
             for pair in itertools.pairwise(tokens):
                 pair_counts[pair] += count
+        if max_token_length is not None:
+            pair_counts = Counter(
+                {p: n for p, n in pair_counts.items() if len(p[0]) + len(p[1]) <= max_token_length}
+            )
         if not pair_counts:
             break
         # Highest count; ties go to the greater (bytes_a, bytes_b) tuple.
         best = max(pair_counts, key=lambda pair: (pair_counts[pair], pair))
+        if pair_counts[best] < min_frequency:
+            break
         merges.append(best)
         words = [(_merge_pair(tokens, best), count) for tokens, count in words]
 
@@ -138,20 +151,41 @@ def train_from_counts(
         vocab[256 + i] = left + right
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
+    i = 0
+    while pad_vocab_to_multiple is not None and len(vocab) % pad_vocab_to_multiple:
+        name = f"<|reserved_{i}|>"
+        if name not in special_tokens:
+            vocab[len(vocab)] = name.encode("utf-8")
+        i += 1
     return vocab, merges
 
 
 def train(
-    text: str, vocab_size: int, special_tokens: list[str], pattern: str = GPT2_PATTERN
+    text: str,
+    vocab_size: int,
+    special_tokens: list[str],
+    pattern: str = GPT2_PATTERN,
+    *,
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
-    """Train byte-level BPE on `text` (docs/spec.md §1).
+    """Train byte-level BPE on `text` (docs/spec.md §1, rule 8 options as `train_from_counts`).
 
     >>> vocab, merges = train("ab ab ab", 257, [], pattern=r"\\S+")
     >>> merges, vocab[256]
     ([(b'a', b'b')], b'ab')
     """
     _check_special_tokens(special_tokens)
-    return train_from_counts(count_words(text, special_tokens, pattern), vocab_size, special_tokens)
+    counts = count_words(text, special_tokens, pattern)
+    return train_from_counts(
+        counts,
+        vocab_size,
+        special_tokens,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+        pad_vocab_to_multiple=pad_vocab_to_multiple,
+    )
 
 
 def build_vocab_with_specials(

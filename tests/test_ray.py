@@ -23,6 +23,7 @@ from bytepair.distributed.ray_encode import encode_on_ray
 from bytepair.distributed.ray_tasks import ShardError
 from bytepair.distributed.ray_train import train_on_ray
 from bytepair.distributed.shards import plan_shards
+from bytepair.train import train_with_report
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:replaced .* invalid UTF-8")]
 
@@ -101,6 +102,14 @@ def test_continued_run_equals_local(cluster: str, inputs: list[Path], tmp_path: 
     )
     assert tok.merges == local.merges and tok.vocab == local.vocab
     assert tok.special_tokens == local.special_tokens
+
+
+def test_shaping_options_reach_the_merge_loop(cluster: str, inputs: list[Path]) -> None:
+    shaping = {"min_frequency": 3, "max_token_length": 5, "pad_vocab_to_multiple": 64}
+    local, local_report = train_with_report(inputs, 800, [EOT], progress=False, **shaping)
+    tok, report = train_on_ray(inputs, 800, [EOT], n_shards=3, progress=False, **shaping)
+    assert tok.merges == local.merges and tok.vocab == local.vocab
+    assert len(tok.vocab) % 64 == 0 and report.stop == local_report.stop
 
 
 def test_killed_worker_is_retried_without_lost_or_doubled_counts(

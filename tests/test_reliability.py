@@ -416,7 +416,7 @@ def test_core_encoder_refuses_huge_ids() -> None:
 def test_core_entry_points_check_their_arguments() -> None:
     """Direct calls into the core get errors, not aborts: a huge merge count used to be one
     huge allocation; a uint16 output used to truncate ids silently."""
-    merges, _ = _core.train_bpe(WordCounts([(b"abc", 2)]), 10**18)
+    merges, _, _ = _core.train_bpe(WordCounts([(b"abc", 2)]), 10**18)
     assert len(merges) == 2
     enc = _core.Encoder(
         [(i, bytes([i])) for i in range(256)] + [(70_000, b"ab")],

@@ -77,12 +77,60 @@ pub enum TrainError {
     TooManyWords,
 }
 
+/// Which merges the loop may make (docs/spec.md §1.8); the default allows every merge.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// A pair counted fewer times is never merged: the loop ends when the best pair is below it.
+    pub min_frequency: u64,
+    /// A pair whose token would be longer (in bytes) is never merged: the next best is taken.
+    pub max_token_length: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            min_frequency: 1,
+            max_token_length: None,
+        }
+    }
+}
+
+/// Why the loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// It made the merges asked for.
+    Full,
+    /// No pair of tokens is left in any word.
+    NoPair,
+    /// The best pair that may be merged is counted fewer than `min_frequency` times.
+    MinFrequency,
+    /// Pairs are left, but each would make a token longer than `max_token_length`.
+    MaxTokenLength,
+    /// `progress` returned false.
+    Interrupted,
+}
+
+impl Stop {
+    /// A short name, for the bindings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stop::Full => "full",
+            Stop::NoPair => "no pair",
+            Stop::MinFrequency => "min frequency",
+            Stop::MaxTokenLength => "max token length",
+            Stop::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// What training produced.
 pub struct TrainResult {
     /// Merges in creation order, as pairs of ids (the new token of merge i has id 256 + i).
     pub merges: Vec<Pair>,
     /// The bytes of every token id, 256 bytes then one per merge.
     pub vocab: Vec<Vec<u8>>,
+    /// Why the loop ended.
+    pub stop: Stop,
 }
 
 /// Runs `num_merges` merges (fewer if no pair is left) on the counted words, on `num_threads`.
@@ -94,17 +142,26 @@ pub fn train(
     num_threads: usize,
     progress: &mut (dyn FnMut(usize) -> bool + Send),
 ) -> Result<TrainResult, TrainError> {
-    train_from(counts, &[], num_merges, num_threads, progress)
+    train_from(
+        counts,
+        &[],
+        num_merges,
+        Limits::default(),
+        num_threads,
+        progress,
+    )
 }
 
 /// `train`, continued from `start`: merges of an earlier run (merge i makes id 256 + i),
 /// applied to the words first; the loop then goes on to `num_merges` in all. On the same words,
 /// continuing from the first N merges of a run gives that run's merges exactly: the words and
-/// pair counts after applying them are the run's state after N merges.
+/// pair counts after applying them are the run's state after N merges. `limits` apply to the
+/// new merges only.
 pub fn train_from(
     counts: WordCounts,
     start: &[Pair],
     num_merges: usize,
+    limits: Limits,
     num_threads: usize,
     progress: &mut (dyn FnMut(usize) -> bool + Send),
 ) -> Result<TrainResult, TrainError> {
@@ -126,10 +183,11 @@ pub fn train_from(
                 !stop.load(Ordering::Relaxed)
             };
             let result = with_pool_awake(&pool, || {
+                let (n, guess) = (num_merges, guess_floor);
                 if 256 + num_merges.max(start.len()) <= 1 << 16 {
-                    merge_loop::<u16>(counts, start, num_merges, &pool, guess_floor, &mut report)
+                    merge_loop::<u16>(counts, start, n, limits, &pool, guess, &mut report)
                 } else {
-                    merge_loop::<u32>(counts, start, num_merges, &pool, guess_floor, &mut report)
+                    merge_loop::<u32>(counts, start, n, limits, &pool, guess, &mut report)
                 }
             });
             // The receiver waits below until it gets this.
@@ -160,6 +218,11 @@ const REPORT_EVERY: Duration = Duration::from_millis(10);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const NO_LIMITS: Limits = Limits {
+        min_frequency: 1,
+        max_token_length: None,
+    };
 
     fn counts(words: &[(&str, u64)]) -> WordCounts {
         let mut wc = WordCounts::default();
@@ -219,12 +282,19 @@ mod tests {
         ];
         let full = train(counts(&words), 14, 1, &mut |_| true).unwrap();
         for n in [0, 1, 5, 13, 14] {
-            let more = train_from(counts(&words), &full.merges[..n], 14, 2, &mut |_| true);
+            let more = train_from(
+                counts(&words),
+                &full.merges[..n],
+                14,
+                NO_LIMITS,
+                2,
+                &mut |_| true,
+            );
             let more = more.unwrap();
             assert_eq!(more.merges, full.merges);
             assert_eq!(more.vocab, full.vocab);
         }
-        let bad = train_from(counts(&words), &[(97, 256)], 3, 1, &mut |_| true);
+        let bad = train_from(counts(&words), &[(97, 256)], 3, NO_LIMITS, 1, &mut |_| true);
         assert!(matches!(
             bad,
             Err(TrainError::BadStartMerge { index: 0, .. })

@@ -122,4 +122,6 @@ def train_bpe(
     consume: bool = False,
     progress: Callable[[int], object] | None = None,
     start: list[tuple[int, int]] = ...,
-) -> tuple[list[tuple[int, int]], list[bytes]]: ...
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+) -> tuple[list[tuple[int, int]], list[bytes], str]: ...

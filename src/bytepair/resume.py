@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ._checks import MAX_TOKEN_ID, check_special_tokens
 from .encoding import Tokenizer, load
 from .patterns import resolve_pattern
+from .shaping import Shaping, reserved_tokens
 
 #: Ids must be below 2**31 (`Tokenizer`'s limit); a larger size also made the core reserve
 #: memory for that many merges up front (2**40 aborted the process).
@@ -30,6 +31,8 @@ class Plan:
     base: Tokenizer | None = None
     #: The base's merges as core ids (merge i makes 256 + i).
     start: list[tuple[int, int]] = field(default_factory=list)
+    #: Options of the merge loop and of the layout (`shaping.py`).
+    shaping: Shaping = field(default_factory=Shaping)
 
 
 def plan(
@@ -37,12 +40,16 @@ def plan(
     special_tokens: Iterable[str] | None,
     pattern: str | None,
     continue_from: Tokenizer | str | os.PathLike[str] | None = None,
+    shaping: Shaping | None = None,
 ) -> Plan:
     """Checks the options of a run (and of the tokenizer it continues)."""
     specials = check_special_tokens(special_tokens)
     _check_size(vocab_size)
+    shaping = shaping or Shaping()
+    shaping.check_size(vocab_size, MAX_VOCAB_SIZE)
     if continue_from is None:
-        return Plan(specials, resolve_pattern(pattern or "gpt2"), _num_merges(vocab_size, specials))
+        n = _num_merges(vocab_size, specials)
+        return Plan(specials, resolve_pattern(pattern or "gpt2"), n, shaping=shaping)
     base = continue_from if isinstance(continue_from, Tokenizer) else load(continue_from)
     if pattern is not None and resolve_pattern(pattern) != base.pattern:
         raise ValueError(
@@ -59,7 +66,7 @@ def plan(
         )
     start = _core_merges(base)
     num_merges = len(start) + vocab_size - minimum
-    return Plan([*base.special_tokens, *added], base.pattern, num_merges, base, start)
+    return Plan([*base.special_tokens, *added], base.pattern, num_merges, base, start, shaping)
 
 
 def _check_size(vocab_size: int) -> None:
@@ -99,7 +106,7 @@ def _core_merges(base: Tokenizer) -> list[tuple[int, int]]:
 
 def layout(run: Plan, pairs: list[tuple[int, int]], token_bytes: list[bytes]) -> Tokenizer:
     """The tokenizer of a run's result (core ids → the ids of docs/spec.md §1.6, or the
-    base's)."""
+    base's), padded with reserved special tokens if the run asks (§1.8)."""
     merges = [(token_bytes[a], token_bytes[b]) for a, b in pairs]
     if run.base is None:
         vocab = dict(enumerate(token_bytes))
@@ -112,7 +119,11 @@ def layout(run: Plan, pairs: list[tuple[int, int]], token_bytes: list[bytes]) ->
         if run.base is None or token not in run.base.special_tokens:
             vocab[next_id] = token.encode("utf-8")
             next_id += 1
-    return Tokenizer(vocab, merges, run.special_tokens, pattern=run.pattern)
+    multiple = run.shaping.pad_vocab_to_multiple
+    reserved = reserved_tokens(len(vocab), run.special_tokens, multiple)
+    vocab |= {next_id + k: t.encode("utf-8") for k, t in enumerate(reserved)}
+    specials = [*run.special_tokens, *reserved]
+    return Tokenizer(vocab, merges, specials, pattern=run.pattern)
 
 
 def _merge_ids(tok: Tokenizer) -> list[int]:

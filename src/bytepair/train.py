@@ -28,6 +28,7 @@ from .count import (
 )
 from .encoding import Tokenizer
 from .resume import MAX_VOCAB_SIZE, Plan, layout, plan
+from .shaping import Shaping, stop_reason
 from .sources import Inputs, expand_inputs
 
 __all__ = [
@@ -60,6 +61,12 @@ class TrainReport:
     n_merges: int = 0
     n_merges_requested: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    #: Why the merge loop ended (the core's name: "full", "no pair", "min frequency", ...).
+    stop: str = "full"
+    shaping: Shaping = field(default_factory=Shaping)
+    #: The reserved special tokens that padding added, and the vocabulary's size then.
+    n_reserved: int = 0
+    n_vocab: int = 0
 
     def summary(self) -> str:
         """A few human-readable lines."""
@@ -68,6 +75,15 @@ class TrainReport:
             f"input: {self.n_bytes:,} bytes; unique words: {self.n_words:,}",
             f"merges: {self.n_merges:,} of {self.n_merges_requested:,}; time: {stages}",
         ]
+        if self.stop in ("min frequency", "max token length"):
+            option = "--" + self.stop.replace(" ", "-")
+            reason = stop_reason(self.stop, self.shaping)
+            lines.append(f"stopped at {self.n_merges:,} merges: {reason} ({option})")
+        if self.n_reserved:
+            lines.append(
+                f"padded to {self.n_vocab:,} tokens with {self.n_reserved:,} reserved special "
+                f"tokens (a multiple of {self.shaping.pad_vocab_to_multiple:,})"
+            )
         if self.n_replaced:
             lines.append(f"replaced {self.n_replaced:,} invalid UTF-8 sequences with U+FFFD")
         if self.uncut_note():
@@ -103,33 +119,39 @@ def merge_stage(
     num_threads: int | None,
 ) -> Tokenizer:
     """The merge loop on `counts` (emptied when `consume`), as planned by `run`; fills `report`
-    and warns when the corpus runs out of pairs."""
+    and warns when it ends early (no pair left, or none the shaping options allow)."""
     num_threads = check_num_threads(num_threads)
     report.n_words = len(counts)
     report.n_merges_requested = run.num_merges
     bar = Bar(show, run.num_merges, "merges", "merge", scale=False)
     start = time.perf_counter()
     try:
-        pairs, token_bytes = _core.train_bpe(
+        pairs, token_bytes, report.stop = _core.train_bpe(
             counts,
             run.num_merges,
             num_threads=num_threads,
             consume=consume,
             progress=bar.to,
             start=run.start,
+            min_frequency=run.shaping.min_frequency,
+            max_token_length=run.shaping.max_token_length,
         )
     finally:
         bar.close()
     report.seconds["merges"] = time.perf_counter() - start
     report.n_merges = len(pairs)
+    report.shaping = run.shaping
     if len(pairs) < run.num_merges:
         warnings.warn(
-            f"stopped after {len(pairs)} of {run.num_merges} merges: no pair of tokens is left "
-            f"to merge (the corpus has too little distinct text); the vocabulary has "
+            f"stopped after {len(pairs)} of {run.num_merges} merges: "
+            f"{stop_reason(report.stop, run.shaping)}; the vocabulary has "
             f"{len(token_bytes) + len(run.special_tokens)} tokens",
             stacklevel=3,
         )
-    return layout(run, pairs, token_bytes)
+    tok = layout(run, pairs, token_bytes)
+    report.n_vocab = len(tok.vocab)
+    report.n_reserved = len(tok.special_tokens) - len(run.special_tokens)
+    return tok
 
 
 def train_with_report(
@@ -145,9 +167,13 @@ def train_with_report(
     continue_from: ContinueFrom = None,
     jsonl_field: str = "text",
     column: str = "text",
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
 ) -> tuple[Tokenizer, TrainReport]:
     """`train`, also returning the `TrainReport` (sizes, merges done, time per stage)."""
-    run = plan(vocab_size, special_tokens, pattern, continue_from)
+    shaping = Shaping.of(min_frequency, max_token_length, pad_vocab_to_multiple)
+    run = plan(vocab_size, special_tokens, pattern, continue_from, shaping)
     sources = expand_inputs(inputs)
     files = [src.path for src in sources]
     show = show_progress(progress)
@@ -190,6 +216,9 @@ def train(
     continue_from: ContinueFrom = None,
     jsonl_field: str = "text",
     column: str = "text",
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
 ) -> Tokenizer:
     """Trains a byte-level BPE tokenizer on files: paths, globs or folders of text, JSON lines
     (each record's `jsonl_field` a document) or Parquet (each row's `column` a document), plain
@@ -202,6 +231,10 @@ def train(
     progress bars only when stderr is a terminal. `continue_from` (a tokenizer or a path) keeps
     its ids and merges, applies them to the words of `inputs` and merges on to `vocab_size`;
     its pattern and special tokens are used (new special tokens are added after).
+    Shaping (docs/spec.md §1.8): `min_frequency` ends training before a pair seen fewer times
+    is merged; `max_token_length` skips merges that make a token longer (bytes);
+    `pad_vocab_to_multiple` adds reserved special tokens `<|reserved_0|>`, ... until the
+    vocabulary's size is a multiple of it (on top of `vocab_size`).
 
     >>> tok = train(["data.txt"], 10_000, ["<|endoftext|>"])  # doctest: +SKIP
     """
@@ -217,6 +250,9 @@ def train(
         continue_from=continue_from,
         jsonl_field=jsonl_field,
         column=column,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+        pad_vocab_to_multiple=pad_vocab_to_multiple,
     )
     if report.n_replaced:
         warnings.warn(
@@ -238,6 +274,9 @@ def train_from_iterator(
     num_threads: int | None = None,
     progress: bool | None = None,
     continue_from: ContinueFrom = None,
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
 ) -> Tokenizer:
     """Trains on an iterable of strings; each string is a separate text (no pretoken spans two).
 
@@ -245,7 +284,8 @@ def train_from_iterator(
     >>> len(tok.merges)
     4
     """
-    run = plan(vocab_size, special_tokens, pattern, continue_from)
+    shaping = Shaping.of(min_frequency, max_token_length, pad_vocab_to_multiple)
+    run = plan(vocab_size, special_tokens, pattern, continue_from, shaping)
     show = show_progress(progress)
     report = TrainReport()
     bar = Bar(show, 0, "reading", "char", divisor=1024)
@@ -321,6 +361,9 @@ def train_from_counts(
     num_threads: int | None = None,
     progress: bool | None = None,
     continue_from: ContinueFrom = None,
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
 ) -> Tokenizer:
     """Runs the merge stage alone on word counts (e.g. merged from shards); `counts` is kept.
 
@@ -336,6 +379,9 @@ def train_from_counts(
         num_threads=num_threads,
         progress=progress,
         continue_from=continue_from,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+        pad_vocab_to_multiple=pad_vocab_to_multiple,
     )
     return tok
 
@@ -349,13 +395,17 @@ def train_from_counts_with_report(
     num_threads: int | None = None,
     progress: bool | None = None,
     continue_from: ContinueFrom = None,
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
     consume: bool = False,
     report: TrainReport | None = None,
 ) -> tuple[Tokenizer, TrainReport]:
     """`train_from_counts`, also returning the `TrainReport` (`report`: one to go on filling,
     e.g. with the counting stage done elsewhere). `consume` empties `counts` instead of
     copying it (the merge loop reuses its memory)."""
-    run = plan(vocab_size, special_tokens, pattern, continue_from)
+    shaping = Shaping.of(min_frequency, max_token_length, pad_vocab_to_multiple)
+    run = plan(vocab_size, special_tokens, pattern, continue_from, shaping)
     report = report if report is not None else TrainReport()
     show = show_progress(progress)
     tok = merge_stage(counts, run, report, show, consume=consume, num_threads=num_threads)

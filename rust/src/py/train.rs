@@ -10,14 +10,23 @@ use super::progress::Progress;
 use crate::train;
 use crate::types::TokenId;
 
-/// Merges as id pairs, and the bytes of every id.
-type TrainOutput<'py> = (Vec<(TokenId, TokenId)>, Vec<Bound<'py, PyBytes>>);
+/// Merges as id pairs, the bytes of every id, and why the loop ended (`Stop::name`).
+type TrainOutput<'py> = (
+    Vec<(TokenId, TokenId)>,
+    Vec<Bound<'py, PyBytes>>,
+    &'static str,
+);
 
-/// Runs `num_merges` merges on `counts`; returns (merges as id pairs, bytes of every id).
-/// With `consume`, the table is emptied (its memory is reused) instead of copied. `start`:
-/// merges of an earlier run to continue from (counted in `num_merges`).
+/// Runs `num_merges` merges on `counts`; returns (merges as id pairs, bytes of every id, why
+/// it ended). With `consume`, the table is emptied (its memory is reused) instead of copied.
+/// `start`: merges of an earlier run to continue from (counted in `num_merges`).
+/// `min_frequency`, `max_token_length`: the loop's `Limits`, checked by the caller.
 #[pyfunction]
-#[pyo3(signature = (counts, num_merges, *, num_threads=1, consume=false, progress=None, start=Vec::new()))]
+#[pyo3(signature = (
+    counts, num_merges, *, num_threads=1, consume=false, progress=None, start=Vec::new(),
+    min_frequency=1, max_token_length=None,
+))]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn train_bpe<'py>(
     py: Python<'py>,
     counts: &PyWordCounts,
@@ -26,7 +35,13 @@ pub(super) fn train_bpe<'py>(
     consume: bool,
     progress: Option<Py<PyAny>>,
     start: Vec<(TokenId, TokenId)>,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
 ) -> PyResult<TrainOutput<'py>> {
+    let limits = train::Limits {
+        min_frequency,
+        max_token_length,
+    };
     let table = if consume {
         std::mem::take(&mut *counts.lock())
     } else {
@@ -34,14 +49,14 @@ pub(super) fn train_bpe<'py>(
     };
     let mut reporter = Progress::new(progress);
     let result = py.detach(|| {
-        train::train_from(table, &start, num_merges, num_threads, &mut |n| {
+        train::train_from(table, &start, num_merges, limits, num_threads, &mut |n| {
             reporter.report(n as u64)
         })
     });
     let result = result.map_err(train_err);
     let result = result.map(|r| {
         let vocab = r.vocab.iter().map(|b| PyBytes::new(py, b)).collect();
-        (r.merges, vocab)
+        (r.merges, vocab, r.stop.name())
     });
     reporter.finish(py, result)
 }

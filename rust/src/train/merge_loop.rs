@@ -10,7 +10,7 @@ use super::heap::PairHeap;
 use super::pairs::{PairInfo, Pairs, WordList};
 use super::runs::merge_all;
 use super::words::Words;
-use super::{TrainError, TrainResult};
+use super::{Limits, Stop, TrainError, TrainResult};
 use crate::count::WordCounts;
 use crate::types::{Pair, TokenId};
 
@@ -227,6 +227,7 @@ pub(super) fn merge_loop<T: Token>(
     counts: WordCounts,
     start: &[Pair],
     num_merges: usize,
+    limits: Limits,
     pool: &rayon::ThreadPool,
     guess: Guess,
     progress: &mut (dyn FnMut(usize) -> bool + Send),
@@ -236,6 +237,7 @@ pub(super) fn merge_loop<T: Token>(
     let stopped = |vocab| TrainResult {
         merges: start.to_vec(),
         vocab,
+        stop: Stop::Interrupted,
     };
     // Before the loop: the words laid out (the merges of `start` applied), then their pairs.
     let mut words = Words::<T>::new(counts, pool)?;
@@ -263,14 +265,25 @@ pub(super) fn merge_loop<T: Token>(
         .map(|_| Delta::default())
         .collect();
 
-    while merges.len() < num_merges {
+    // Whether a pair was left out for its length (it stays out: its token's length is fixed).
+    let mut too_long = false;
+    let stop = loop {
+        if merges.len() >= num_merges {
+            break Stop::Full;
+        }
         // 1. The best pair: pop until an entry's count is current.
         let Some((stored, pair)) = state.heap.pop(&vocab) else {
             if state.floor.untracked > 0 {
                 state = state.recount(&words, 0, pool, &vocab)?;
                 continue;
             }
-            break;
+            // A word that held a skipped pair never becomes one token (it is longer than any
+            // token the loop may make): pairs are left, all too long.
+            break if too_long {
+                Stop::MaxTokenLength
+            } else {
+                Stop::NoPair
+            };
         };
         let current = state.pairs.get(&pair).map_or(0, |info| info.count);
         if current != stored {
@@ -278,6 +291,25 @@ pub(super) fn merge_loop<T: Token>(
                 state.heap.push((current, pair), &vocab);
             }
             continue;
+        }
+        if let Some(max) = limits.max_token_length {
+            if vocab[pair.0 as usize].len() + vocab[pair.1 as usize].len() > max {
+                // Out of the heap for good; its count still moves in the table, but its words
+                // are never visited. A recount puts it back, to be left out again.
+                let info = state
+                    .pairs
+                    .get_mut(&pair)
+                    .expect("bug: a popped pair is not tracked");
+                info.words = WordList::new();
+                too_long = true;
+                continue;
+            }
+        }
+        if stored < limits.min_frequency && state.floor.untracked < limits.min_frequency {
+            // Every pair that may be merged, tracked or not, is below `min_frequency`. (The
+            // floor does not drop pairs below it: an empty heap then tells exactly why the
+            // loop ends.)
+            break Stop::MinFrequency;
         }
         if stored <= state.floor.untracked {
             // An untracked pair may count as much: count them all again.
@@ -309,70 +341,107 @@ pub(super) fn merge_loop<T: Token>(
         );
         state.apply(pair, new, &mut deltas[..n_jobs], &vocab, pool);
         if !progress(merges.len()) {
-            break;
+            break Stop::Interrupted;
         }
-    }
+    };
     progress(merges.len());
-    Ok(TrainResult { merges, vocab })
+    Ok(TrainResult {
+        merges,
+        vocab,
+        stop,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::train::floor::guess_floor;
+    use std::sync::atomic::{AtomicU32, Ordering};
 
-    #[test]
-    fn untracked_pairs_and_recounts_give_the_same_merges() {
-        // Words of a small alphabet with skewed counts, so that merges make many new pairs.
+    /// Words of a small alphabet with skewed counts, so that merges make many new pairs.
+    fn skewed_words() -> Vec<(Vec<u8>, u64)> {
         let mut next = crate::testing::numbers(12345);
-        let words: Vec<(Vec<u8>, u64)> = (0..4000)
+        (0..4000)
             .map(|_| {
                 let len = 2 + next(12) as usize;
                 let word = (0..len).map(|_| b"abcdeeefgh"[next(10) as usize]).collect();
                 (word, 1 + next(50) * next(50))
             })
-            .collect();
-        let run_as = |wide: bool, guess: Guess, threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            let mut wc = WordCounts::default();
-            for (w, n) in &words {
-                wc.add(w, *n).unwrap();
-            }
-            pool.install(|| match wide {
-                false => merge_loop::<u16>(wc, &[], 2000, &pool, guess, &mut |_| true),
-                true => merge_loop::<u32>(wc, &[], 2000, &pool, guess, &mut |_| true),
-            })
-            .unwrap()
-        };
-        let run = |guess: Guess, threads: usize| run_as(false, guess, threads);
-        let all = run(|_, _, _| None, 1);
+            .collect()
+    }
+
+    fn run(limits: Limits, wide: bool, guess: Guess, threads: usize) -> TrainResult {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let mut wc = WordCounts::default();
+        for (w, n) in &skewed_words() {
+            wc.add(w, *n).unwrap();
+        }
+        let report = &mut |_| true;
+        pool.install(|| match wide {
+            false => merge_loop::<u16>(wc, &[], 2000, limits, &pool, guess, report),
+            true => merge_loop::<u32>(wc, &[], 2000, limits, &pool, guess, report),
+        })
+        .unwrap()
+    }
+
+    /// Every new pair below the last merge's count goes untracked: recounts all the way.
+    fn few(history: &[u64], _: usize, recounts: u32) -> Option<u64> {
+        RECOUNTS.fetch_max(recounts, Ordering::Relaxed);
+        history.last().copied()
+    }
+    static RECOUNTS: AtomicU32 = AtomicU32::new(0);
+
+    #[test]
+    fn untracked_pairs_and_recounts_give_the_same_merges() {
+        let no = Limits::default();
+        let all = run(no, false, |_, _, _| None, 1);
         assert!(all.merges.len() > 1000);
+        assert_eq!(all.stop, Stop::Full);
         // Tokens stored as u32 (vocabularies past 65,536) give the same merges.
         for threads in [1, 3] {
-            let wide = run_as(true, guess_floor, threads);
+            let wide = run(no, true, guess_floor, threads);
             assert_eq!(wide.merges, all.merges);
             assert_eq!(wide.vocab, all.vocab);
         }
-        // Every new pair below the last merge's count goes untracked: recounts all the way.
-        static RECOUNTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         for threads in [1, 3] {
-            RECOUNTS.store(0, std::sync::atomic::Ordering::Relaxed);
-            let few = run(
-                |history, _, recounts| {
-                    RECOUNTS.fetch_max(recounts, std::sync::atomic::Ordering::Relaxed);
-                    history.last().copied()
-                },
-                threads,
-            );
+            RECOUNTS.store(0, Ordering::Relaxed);
+            let few = run(no, false, few, threads);
             assert_eq!(few.merges, all.merges);
             assert_eq!(few.vocab, all.vocab);
-            assert!(RECOUNTS.load(std::sync::atomic::Ordering::Relaxed) > 10);
+            assert!(RECOUNTS.load(Ordering::Relaxed) > 10);
         }
         // The guess of the real loop, at a target it reaches.
-        let guessed = run(guess_floor, 1);
+        let guessed = run(no, false, guess_floor, 1);
         assert_eq!(guessed.merges, all.merges);
+    }
+
+    #[test]
+    fn limits_give_the_same_merges_whatever_is_tracked() {
+        let all = run(Limits::default(), false, |_, _, _| None, 1);
+        let cases = [(3000, None), (1, Some(3)), (300, Some(4))];
+        for (min_frequency, max_token_length) in cases {
+            let limits = Limits {
+                min_frequency,
+                max_token_length,
+            };
+            let exact = run(limits, false, |_, _, _| None, 1);
+            assert!(exact.merges.len() > 10 && exact.merges.len() < 2000);
+            for (wide, guess, threads) in [(false, few as Guess, 3), (true, guess_floor, 2)] {
+                let other = run(limits, wide, guess, threads);
+                assert_eq!(other.merges, exact.merges, "{limits:?}");
+                assert_eq!(other.stop, exact.stop);
+            }
+            match max_token_length {
+                // min_frequency alone ends the run early, and changes no merge before that.
+                None => {
+                    assert_eq!(exact.merges, all.merges[..exact.merges.len()]);
+                    assert_eq!(exact.stop, Stop::MinFrequency);
+                }
+                Some(max) => assert!(exact.vocab.iter().all(|t| t.len() <= max)),
+            }
+        }
     }
 }

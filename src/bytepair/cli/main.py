@@ -21,6 +21,8 @@ from .options import (
     pattern_option,
     ray_option,
     role_options,
+    shaping_kwargs,
+    shaping_options,
     special_option,
 )
 from .shards import add_count_parser, count_command, train_on_counts
@@ -120,6 +122,7 @@ def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="F,F,...",
         help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
     )
+    shaping_options(train)
     common_options(train)
     role_options(train)
 
@@ -182,7 +185,7 @@ def _sizes(text: str) -> list[int]:
 
 def _train(args: argparse.Namespace) -> None:
     from ..formats import check_formats
-    from ..resume import shrink
+    from ..shaping import cut
 
     check_formats(args.formats)  # before training, not after
     check_role_options(args, args.special_tokens)
@@ -194,8 +197,9 @@ def _train(args: argparse.Namespace) -> None:
         tok, report = _run_training(args)
         tok = apply_role_options(tok, args)
         # Cut before writing anything: a size that cannot be cut fails with no output.
+        pad = args.pad_vocab_to_multiple
         smaller = {
-            n: apply_role_options(shrink(tok, min(n, len(tok.vocab))), args) for n in args.save_at
+            n: apply_role_options(cut(tok, n, report.n_reserved, pad), args) for n in args.save_at
         }
     written = [tok.save(args.output, formats=args.formats)]
     for n, small in smaller.items():
@@ -241,6 +245,7 @@ def _run_training(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
         "continue_from": args.continue_from,
         "jsonl_field": args.jsonl_field,
         "column": args.column,
+        **shaping_kwargs(args),
     }
     if args.ray is not None:
         from ..distributed.ray_train import train_on_ray

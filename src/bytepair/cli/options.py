@@ -1,10 +1,12 @@
 """Options that several `bytepair` commands share (threads, errors, quiet; special tokens; pattern;
-Ray), so that every command spells and documents them alike. Only argparse: no command logic.
+Ray; vocabulary shaping), so that every command spells and documents them alike. Only argparse:
+no command logic.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TypedDict
 
 
 def common_options(parser: argparse.ArgumentParser) -> None:
@@ -89,3 +91,44 @@ def role_options(parser: argparse.ArgumentParser, *, kept: bool = False) -> None
         + ("as saved" if kept else "unknown, written as transformers' int(1e30)")
         + ")",
     )
+
+
+def shaping_options(parser: argparse.ArgumentParser) -> None:
+    """`train`'s vocabulary shaping (docs/spec.md §1.8); `shaping_kwargs` passes them on."""
+    parser.add_argument(
+        "--min-frequency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="never merge a pair seen fewer than N times: training ends early there (default 1)",
+    )
+    parser.add_argument(
+        "--max-token-length",
+        type=int,
+        default=None,
+        metavar="L",
+        help="skip merges whose token would be longer than L bytes (default: no limit)",
+    )
+    parser.add_argument(
+        "--pad-vocab-to-multiple",
+        type=int,
+        default=None,
+        metavar="M",
+        help="add special tokens <|reserved_0|>, ... until the vocabulary size is a multiple "
+        "of M (e.g. 64), on top of --vocab-size",
+    )
+
+
+class ShapingKwargs(TypedDict):
+    min_frequency: int
+    max_token_length: int | None
+    pad_vocab_to_multiple: int | None
+
+
+def shaping_kwargs(args: argparse.Namespace) -> ShapingKwargs:
+    """The keyword arguments of the training functions for `shaping_options`."""
+    return {
+        "min_frequency": args.min_frequency,
+        "max_token_length": args.max_token_length,
+        "pad_vocab_to_multiple": args.pad_vocab_to_multiple,
+    }

@@ -12,7 +12,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .options import common_options, input_options, pattern_option, special_option
+from .options import (
+    common_options,
+    input_options,
+    pattern_option,
+    shaping_kwargs,
+    special_option,
+)
 
 if TYPE_CHECKING:
     from ..distributed.shards import CountsInfo
@@ -122,6 +128,7 @@ def train_on_counts(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
         continue_from=base,
         consume=True,
         report=report,
+        **shaping_kwargs(args),
     )
 
 

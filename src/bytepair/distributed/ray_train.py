@@ -20,6 +20,7 @@ from .._progress import show_progress
 from ..count import CountStats, WordCounts
 from ..encoding import Tokenizer
 from ..resume import plan
+from ..shaping import Shaping
 from ..sources import Inputs, expand_inputs
 from ..train import ContinueFrom, TrainReport, after_counting, merge_stage
 from .ray_tasks import MAX_RETRIES, connected, run_tasks, shard_bar
@@ -115,16 +116,21 @@ def train_on_ray(
     continue_from: ContinueFrom = None,
     jsonl_field: str = "text",
     column: str = "text",
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
     _crash: tuple[int, str] | None = None,
 ) -> tuple[Tokenizer, TrainReport]:
     """`train_with_report` with counting spread over a Ray cluster (`address` as `connected`
     takes it): `n_shards` tasks of `num_threads` threads each (default: 4 per CPU of the
     cluster, shards of at most 256 MB), reduced by `n_parts` tasks (default: one per CPU, at
-    most 256). The merges equal a local run's. Every node must see `inputs` at the same paths.
+    most 256). The merges equal a local run's (shaping options included: the merge loop runs
+    here). Every node must see `inputs` at the same paths.
 
     >>> tok, report = train_on_ray("shards/*.txt", 32_000, address="auto")  # doctest: +SKIP
     """
-    run = plan(vocab_size, special_tokens, pattern, continue_from)
+    shaping = Shaping.of(min_frequency, max_token_length, pad_vocab_to_multiple)
+    run = plan(vocab_size, special_tokens, pattern, continue_from, shaping)
     if n_parts is not None and (
         isinstance(n_parts, bool) or not isinstance(n_parts, int) or n_parts < 1
     ):
