@@ -148,21 +148,29 @@ def _source(path: Path) -> Source:
 
 
 def _refuse_binary(path: Path, head: bytes) -> None:
-    """Refuses a file named as text whose first bytes are a known binary format, or that looks
-    binary: NUL bytes and invalid UTF-8 both (text has neither; a few invalid bytes alone are
-    damaged text, replaced or refused by `errors`). Files under 256 bytes are let through."""
+    what = binary_kind(head)
+    if what:
+        raise InputError(f"{path}: {what}")
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What the first bytes of a file named as text say it is instead and what to do, or None
+    for text: a known binary format, or NUL bytes with invalid UTF-8 in more than 1% of the
+    bytes (damaged text, a stray NUL or a few bad bytes, is text: replaced or refused by
+    `errors`). Up to 256 bytes are always text."""
     for magic, what, fix in _MAGIC:
         if head.startswith(magic):
-            raise InputError(f"{path}: the file is {what}, not UTF-8 text: {fix}")
-    text = head.decode("utf-8", "replace")
-    invalid = text.count("\ufffd") - head.count(b"\xef\xbf\xbd")
-    nul = b"\x00" in head
-    if invalid and nul and len(head) >= 256:
-        raise InputError(
-            f"{path}: the file looks binary, not UTF-8 text ({invalid:,} invalid UTF-8 sequences "
-            f"in its first {len(head):,} bytes{', and NUL bytes' if nul else ''}); "
-            f"train on text, .jsonl, .parquet, .gz or .zst files"
-        )
+            return f"the file is {what}, not UTF-8 text: {fix}"
+    if len(head) < 256 or b"\x00" not in head:
+        return None
+    invalid = head.decode("utf-8", "replace").count("\ufffd") - head.count(b"\xef\xbf\xbd")
+    if invalid * 100 <= len(head):
+        return None
+    return (
+        f"the file looks binary, not UTF-8 text ({invalid:,} invalid UTF-8 sequences and NUL "
+        f"bytes in its first {len(head):,} bytes): train on text, .jsonl, .parquet, .gz or .zst "
+        f"files"
+    )
 
 
 def open_parquet(path: Path, column: str) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 import bytepair
 import reference as ref
 from bytepair.count import CountStats, pretokenize
+from bytepair.sources import _SNIFF, binary_kind
 
 from . import gen
 from .common import Target, Violation, base_args, clear_error, covering, oracle_applies
@@ -86,8 +87,12 @@ def _check_files(inp: dict[str, object], workdir: Path) -> str:
 
 
 def _check_strict_error(e: ValueError, paths: list[Path], inp: dict[str, object]) -> str:
-    """A ValueError from counting is right only in strict mode on invalid UTF-8, and names
-    the first bad file and the offset of its first bad byte."""
+    """A ValueError from counting is right only on a file that looks binary (naming it), or in
+    strict mode on invalid UTF-8, naming the first bad file and the offset of its first bad
+    byte."""
+    for path, data in zip(paths, inp["files"], strict=True):
+        if binary_kind(data[:_SNIFF]):
+            return clear_error(e, (ValueError,), str(path), "not UTF-8 text")
     for path, data in zip(paths, inp["files"], strict=True):
         try:
             data.decode("utf-8")
