@@ -29,7 +29,7 @@ mod workers;
 
 pub use counter::Counter;
 pub(crate) use long::LongWords;
-pub use records::{count_rows, Compression, RowError};
+pub use records::{count_rows, Column, Compression, RowError};
 pub(crate) use table::drop_on;
 pub use table::{Packed, ShortMap, TableError, WordCounts};
 

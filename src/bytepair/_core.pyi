@@ -80,8 +80,7 @@ def count_texts(
 ) -> None: ...
 def count_rows(
     counts: WordCounts,
-    offsets: npt.NDArray[np.int64],
-    data: npt.NDArray[np.uint8],
+    columns: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]],
     *,
     first_row: int,
     special_tokens: list[str],

@@ -37,7 +37,7 @@ DEFAULT_CHUNK_SIZE = 4 << 20
 MAX_CHUNK_SIZE = 1 << 30
 #: Rows of a dataset read at a time, and bytes of text handed to the core at a time.
 _BATCH_ROWS = 8192
-_BATCH = 64 << 20
+_BATCH = 16 << 20
 
 
 @dataclass
@@ -217,9 +217,10 @@ def _count_parquet(
     rows = sum(pf.metadata.row_group(i).num_rows for i in groups)
     where = str(src.path)
     arrays = gathered(_checked(parquet_batches(pf, how.column, groups), src), _BATCH, where)
-    for row, array in in_background(arrays, 1):
-        _count_arrow(total, array, where, first + row, how, stats)
-        progress((span[1] - span[0]) * (row + len(array)) // max(rows, 1))
+    for row, group in in_background(arrays, 1):
+        _count_arrow(total, group, where, first + row, how, stats)
+        done = row + sum(map(len, group))
+        progress((span[1] - span[0]) * done // max(rows, 1))
 
 
 def _checked(batches: Iterator[Any], src: Source) -> Iterator[Any]:
@@ -235,14 +236,17 @@ def _checked(batches: Iterator[Any], src: Source) -> Iterator[Any]:
 
 
 def _count_arrow(
-    total: WordCounts, array: Any, where: str, first_row: int, how: _How, stats: CountStats
+    total: WordCounts, arrays: list[Any], where: str, first_row: int, how: _How, stats: CountStats
 ) -> None:
-    offsets, data = text_column(array, where, first_row)
+    """Counts the rows of Arrow arrays of large strings, numbered from `first_row` on."""
+    columns, row = [], first_row
+    for array in arrays:
+        columns.append(text_column(array, where, row))
+        row += len(array)
     try:
         _core.count_rows(
             total,
-            offsets,
-            data,
+            columns,
             first_row=first_row,
             special_tokens=how.specials,
             pattern=how.regex,
@@ -250,7 +254,7 @@ def _count_arrow(
         )
     except ValueError as e:
         raise InputError(f"{where}: {e}") from None
-    stats.n_bytes += int(offsets[-1] - offsets[0]) if len(offsets) else 0
+    stats.n_bytes += sum(int(offsets[-1] - offsets[0]) for offsets, _ in columns if len(offsets))
     stats.n_chunks += 1
 
 
@@ -284,8 +288,8 @@ def count_dataset(
     total = WordCounts()
     where = f"column {column!r}"
     arrays = gathered(arrow_batches(dataset, column, batch_rows), _BATCH, where)
-    for row, array in in_background(arrays, 1):
-        _count_arrow(total, array, where, row, how, stats)
+    for row, group in in_background(arrays, 1):
+        _count_arrow(total, group, where, row, how, stats)
         if progress is not None:
             progress(stats.n_bytes)
     return total

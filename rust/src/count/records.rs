@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -241,55 +241,84 @@ impl<'de> Visitor<'de> for ValueSeed {
     }
 }
 
-/// Counts the rows of an Arrow string column, `data[offsets[i]..offsets[i + 1]]` for each row
-/// `i`, each row one document, on `config.num_threads` threads, into `into` (in place, as
-/// `count_file` does). `offsets` must rise within `data`; a row that is not UTF-8 is an error
-/// naming it.
+/// A column of Arrow strings: row `i` is `data[offsets[i]..offsets[i + 1]]`.
+pub type Column<'a> = (&'a [i64], &'a [u8]);
+
+/// Rows of text taken by a worker at a time (about; a row is never split).
+const UNIT_BYTES: i64 = 1 << 20;
+
+/// Counts the rows of Arrow string columns (rows numbered on from column to column), each row
+/// one document, on `config.num_threads` threads that take about `UNIT_BYTES` of rows at a
+/// time, into `into` (in place, as `count_file` does). Several columns in one call: one call
+/// per Parquet row group started threads too often, and joining the columns into one cost a
+/// copy of every byte (page faults on fresh memory made that as slow as reading the file).
+/// Offsets must rise within their data; a row that is not UTF-8 is an error naming it.
 pub fn count_rows(
-    offsets: &[i64],
-    data: &[u8],
+    columns: &[Column<'_>],
     config: &CountConfig,
     into: &mut WordCounts,
 ) -> Result<(), RowError> {
-    let n_rows = offsets.len().saturating_sub(1);
-    for (i, w) in offsets.windows(2).enumerate() {
-        if w[0] < 0 || w[1] < w[0] || w[1] as u64 > data.len() as u64 {
-            return Err(RowError::BadOffsets(i));
+    let mut units = Vec::new(); // (column, first row, end row)
+    let mut first_row = 0; // of the column, counted over all columns
+    let mut firsts = Vec::with_capacity(columns.len());
+    for (c, &(offsets, data)) in columns.iter().enumerate() {
+        let n_rows = offsets.len().saturating_sub(1);
+        for (i, w) in offsets.windows(2).enumerate() {
+            if w[0] < 0 || w[1] < w[0] || w[1] as u64 > data.len() as u64 {
+                return Err(RowError::BadOffsets(first_row + i));
+            }
         }
+        let mut lo = 0;
+        while lo < n_rows {
+            let target = offsets[lo] + UNIT_BYTES;
+            let hi = offsets
+                .partition_point(|&o| o < target)
+                .clamp(lo + 1, n_rows);
+            units.push((c, lo, hi));
+            lo = hi;
+        }
+        firsts.push(first_row);
+        first_row += n_rows;
     }
-    let n = crate::mem::worker_count(config.num_threads).min(n_rows.max(1));
-    // rows split in parts of about equal bytes, one a thread
-    let total = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
-    let mut bounds = vec![0usize];
-    for k in 1..n {
-        let target = offsets[0] + total * k as i64 / n as i64;
-        let row = offsets.partition_point(|&o| o < target).min(n_rows);
-        bounds.push(row.max(*bounds.last().unwrap_or(&0)));
-    }
-    bounds.push(n_rows);
+    let n = crate::mem::worker_count(config.num_threads).min(units.len().max(1));
+    let next = AtomicUsize::new(0);
     let shared = std::mem::take(into).into_shared();
     let stop = AtomicBool::new(false);
-    let count_part = |lo: usize, hi: usize| -> Result<(), RowError> {
+    let work = || -> Result<(), RowError> {
         let mut counter = Counter::sharing(&shared);
-        for row in lo..hi {
-            let bytes = &data[offsets[row] as usize..offsets[row + 1] as usize];
-            let text = simdutf8::basic::from_utf8(bytes).map_err(|_| RowError::NotUtf8(row))?;
-            counter
-                .add_document(text, config, &stop)
-                .map_err(RowError::Count)?;
+        while let Some(&(c, lo, hi)) = units.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let (offsets, data) = columns[c];
+            for row in lo..hi {
+                let bytes = &data[offsets[row] as usize..offsets[row + 1] as usize];
+                let text = simdutf8::basic::from_utf8(bytes)
+                    .map_err(|_| RowError::NotUtf8(firsts[c] + row))?;
+                counter
+                    .add_document(text, config, &stop)
+                    .map_err(RowError::Count)?;
+            }
         }
         counter.finish().map_err(|e| RowError::Count(e.into()))
     };
-    let counted = std::thread::scope(|scope| {
-        let mut workers = Vec::new();
-        for w in bounds.windows(2) {
-            let (lo, hi) = (w[0], w[1]);
-            match std::thread::Builder::new().spawn_scoped(scope, move || count_part(lo, hi)) {
-                Ok(handle) => workers.push(handle),
-                Err(_) => count_part(lo, hi)?,
-            }
+    let guarded = || {
+        let result = work();
+        if result.is_err() {
+            stop.store(true, Ordering::Relaxed);
         }
-        let mut first = Ok(());
+        result
+    };
+    let counted = std::thread::scope(|scope| {
+        // a worker that cannot start is done without: this thread works too
+        let workers: Vec<_> = (1..n)
+            .map_while(|_| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, guarded)
+                    .ok()
+            })
+            .collect();
+        let mut first = guarded();
         for w in workers {
             let result = w
                 .join()

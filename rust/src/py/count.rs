@@ -223,17 +223,15 @@ pub(super) fn count_texts(
     counts.absorb(py, found)
 }
 
-/// Counts the rows of an Arrow string column into `counts`, each row one document: row `i` is
-/// `data[offsets[i]..offsets[i + 1]]` (the column's own buffers, not a string per row).
-/// Errors name the row, counted from `first_row`.
+/// Counts the rows of Arrow string columns into `counts`, each row one document: row `i` of a
+/// column is `data[offsets[i]..offsets[i + 1]]` (the columns' own buffers, not a string per
+/// row). Errors name the row, counted from `first_row` on through the columns.
 #[pyfunction]
-#[pyo3(signature = (counts, offsets, data, *, first_row, special_tokens, pattern, num_threads))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (counts, columns, *, first_row, special_tokens, pattern, num_threads))]
 pub(super) fn count_rows(
     py: Python<'_>,
     counts: &PyWordCounts,
-    offsets: PyReadonlyArray1<'_, i64>,
-    data: PyReadonlyArray1<'_, u8>,
+    columns: Vec<(PyReadonlyArray1<'_, i64>, PyReadonlyArray1<'_, u8>)>,
     first_row: u64,
     special_tokens: Vec<String>,
     pattern: &str,
@@ -248,10 +246,13 @@ pub(super) fn count_rows(
         cuts: None,
         json_field: None,
     };
-    let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
+    let mut slices = Vec::with_capacity(columns.len());
+    for (offsets, data) in &columns {
+        slices.push((offsets.as_slice()?, data.as_slice()?));
+    }
     let (table, counted) = py.detach(|| {
         let mut table = std::mem::take(&mut *counts.lock());
-        let counted = count::count_rows(offsets, data, &config, &mut table);
+        let counted = count::count_rows(&slices, &config, &mut table);
         (table, counted)
     });
     counts.absorb(py, table)?;
