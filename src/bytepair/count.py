@@ -339,13 +339,19 @@ def count_texts(
     size = done = 0
 
     def flush() -> None:
-        _core.count_texts(total, batch, special_tokens=specials, pattern=regex, num_threads=threads)
+        try:  # the core reads each string's UTF-8 where CPython keeps it
+            count(batch)
+        except UnicodeEncodeError:  # a lone surrogate: nothing was counted
+            count([check_text(t) for t in batch])
         batch.clear()
+
+    def count(texts: list[str]) -> None:
+        _core.count_texts(total, texts, special_tokens=specials, pattern=regex, num_threads=threads)
 
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"item {i} of the texts is {type(text).__name__}, not str")
-        batch.append(check_text(text))
+        batch.append(text)
         size += len(text)
         if size >= batch_bytes:
             flush()

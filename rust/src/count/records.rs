@@ -6,11 +6,12 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
+use super::workers::count_units;
 use super::{CountConfig, CountError, Counter, WordCounts};
 
 /// How a file's bytes are compressed.
@@ -280,55 +281,22 @@ pub fn count_rows(
         firsts.push(first_row);
         first_row += n_rows;
     }
-    let n = crate::mem::worker_count(config.num_threads).min(units.len().max(1));
-    let next = AtomicUsize::new(0);
-    let shared = std::mem::take(into).into_shared();
-    let stop = AtomicBool::new(false);
-    let work = || -> Result<(), RowError> {
-        let mut counter = Counter::sharing(&shared);
-        while let Some(&(c, lo, hi)) = units.get(next.fetch_add(1, Ordering::Relaxed)) {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
+    count_units(
+        units.len(),
+        config.num_threads,
+        into,
+        |counter, unit, stop| {
+            let (c, lo, hi) = units[unit];
             let (offsets, data) = columns[c];
             for row in lo..hi {
                 let bytes = &data[offsets[row] as usize..offsets[row + 1] as usize];
                 let text = simdutf8::basic::from_utf8(bytes)
                     .map_err(|_| RowError::NotUtf8(firsts[c] + row))?;
-                counter
-                    .add_document(text, config, &stop)
-                    .map_err(RowError::Count)?;
+                counter.add_document(text, config, stop)?;
             }
-        }
-        counter.finish().map_err(|e| RowError::Count(e.into()))
-    };
-    let guarded = || {
-        let result = work();
-        if result.is_err() {
-            stop.store(true, Ordering::Relaxed);
-        }
-        result
-    };
-    let counted = std::thread::scope(|scope| {
-        // a worker that cannot start is done without: this thread works too
-        let workers: Vec<_> = (1..n)
-            .map_while(|_| {
-                std::thread::Builder::new()
-                    .spawn_scoped(scope, guarded)
-                    .ok()
-            })
-            .collect();
-        let mut first = guarded();
-        for w in workers {
-            let result = w
-                .join()
-                .unwrap_or_else(|p| Err(RowError::Count(super::workers::internal(p))));
-            first = first.and(result);
-        }
-        first
-    });
-    *into = WordCounts::from_shared(shared);
-    counted
+            Ok(())
+        },
+    )
 }
 
 /// Why the rows of a column could not be counted.
@@ -339,6 +307,12 @@ pub enum RowError {
     /// This row is not valid UTF-8.
     NotUtf8(usize),
     Count(CountError),
+}
+
+impl From<CountError> for RowError {
+    fn from(e: CountError) -> Self {
+        RowError::Count(e)
+    }
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! (a panic becomes an error, an error stops the others: `guarded`), and join them, keeping the
 //! first error (`join_workers`). What the workers do is the readers' (`stream.rs`, `regions.rs`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::CountError;
+use super::{CountError, Counter, WordCounts};
 use crate::pretokenize::PretokenizeError;
 
 /// Starts up to `n` workers, each running what `make` returns. Workers that cannot start (no
@@ -63,4 +63,50 @@ pub(super) fn internal(panic: Box<dyn std::any::Any + Send>) -> CountError {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
     CountError::Internal(message)
+}
+
+/// Runs `work(counter, unit, stop)` for each of `n_units` units on up to `threads` threads (this
+/// one among them) that take the units in turn, counting into `into` in place (after an error,
+/// it holds what was counted). The work of texts already in memory: records, rows, strings.
+/// The first error raises `stop`, and is returned; a panic becomes an internal error.
+pub(super) fn count_units<E: From<CountError> + Send>(
+    n_units: usize,
+    threads: usize,
+    into: &mut WordCounts,
+    work: impl Fn(&mut Counter, usize, &AtomicBool) -> Result<(), E> + Sync,
+) -> Result<(), E> {
+    let n = crate::mem::worker_count(threads).min(n_units.max(1));
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let shared = std::mem::take(into).into_shared();
+    let run = || {
+        let mut counter = Counter::sharing(&shared);
+        let mut result = Ok(());
+        loop {
+            let unit = next.fetch_add(1, Ordering::Relaxed);
+            if unit >= n_units || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            result = work(&mut counter, unit, &stop);
+            if result.is_err() {
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+        result.and_then(|()| counter.finish().map_err(|e| E::from(e.into())))
+    };
+    let counted = std::thread::scope(|scope| {
+        // a worker that cannot start is done without: this thread works too
+        let workers: Vec<_> = (1..n)
+            .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, run).ok())
+            .collect();
+        let mut first = run();
+        for w in workers {
+            let result = w.join().unwrap_or_else(|p| Err(E::from(internal(p))));
+            first = first.and(result);
+        }
+        first
+    });
+    *into = WordCounts::from_shared(shared);
+    counted
 }

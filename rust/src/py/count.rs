@@ -7,9 +7,10 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString};
 
 use super::errors::{count_err, pretokenize_err, table_err};
+use super::ffi::utf8_of;
 use super::progress::Progress;
 use crate::count::{self, Compression, CountConfig, RowError, WordCounts};
 use crate::counts_file;
@@ -197,13 +198,15 @@ pub(super) fn count_file(
     reporter.finish(py, result)
 }
 
-/// Counts the words of independent texts (no pretoken spans two texts) into `counts`.
+/// Counts the words of independent texts (no pretoken spans two texts) into `counts`, read
+/// where CPython keeps each string's UTF-8 (not copied into Rust strings first). The texts must
+/// be UTF-8-encodable (the caller replaced lone surrogates).
 #[pyfunction]
 #[pyo3(signature = (counts, texts, *, special_tokens, pattern, num_threads))]
 pub(super) fn count_texts(
     py: Python<'_>,
     counts: &PyWordCounts,
-    texts: Vec<String>,
+    texts: Vec<Py<PyString>>,
     special_tokens: Vec<String>,
     pattern: &str,
     num_threads: usize,
@@ -217,10 +220,17 @@ pub(super) fn count_texts(
         cuts: None,
         json_field: None,
     };
-    let found = py
-        .detach(|| count::count_texts(&texts, &config))
-        .map_err(count_err)?;
-    counts.absorb(py, found)
+    let views = texts
+        .iter()
+        .map(|t| utf8_of(py, t))
+        .collect::<PyResult<Vec<&str>>>()?;
+    let (table, counted) = py.detach(|| {
+        let mut table = std::mem::take(&mut *counts.lock());
+        let counted = count::count_texts(&views, &config, &mut table);
+        (table, counted)
+    });
+    counts.absorb(py, table)?;
+    counted.map_err(count_err)
 }
 
 /// Counts the rows of Arrow string columns into `counts`, each row one document: row `i` of a
