@@ -261,3 +261,12 @@ def test_cli_trains_on_records_and_refuses_compressed_text(tmp_path: Path) -> No
     assert run.returncode == 0, run.stderr
     doubled = train([paths["txt"], paths["txt"]], 400, [EOT], progress=False)
     assert bytepair.load(out).merges == doubled.merges
+
+
+def test_lone_surrogates_in_records_become_replacement_characters(tmp_path: Path) -> None:
+    """json.loads keeps a lone surrogate and the encoder makes it U+FFFD; training alike."""
+    texts = ["a\ud800b \udfff c", "pair \ud83d\ude00 ok", "\\ud800 is not one"]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    fixed = [t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in texts]
+    assert items(count_files(path)) == items(bytepair.count_texts(fixed))

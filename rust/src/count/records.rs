@@ -101,6 +101,54 @@ pub(super) enum RecordError {
 /// The string value of `field` in the JSON object `line` (the last, if the key repeats, as in
 /// Python's `json.loads`), borrowed when it has no escapes; else what is wrong, for the user.
 pub(crate) fn field_of<'a>(line: &'a str, field: &str) -> Result<Cow<'a, str>, String> {
+    match parse_field(line, field) {
+        // serde_json refuses a lone surrogate; Python's json.loads keeps it and the encoder
+        // then makes it U+FFFD, as training does here
+        Err(e) if e.starts_with("not valid JSON") => match without_lone_surrogates(line) {
+            Some(fixed) => parse_field(&fixed, field).map(|t| Cow::Owned(t.into_owned())),
+            None => Err(e),
+        },
+        found => found,
+    }
+}
+
+/// `line` with each `\uXXXX` escape of a lone surrogate written as `\ufffd` (None if it has
+/// none); escaped backslashes are skipped as such.
+fn without_lone_surrogates(line: &str) -> Option<String> {
+    let b = line.as_bytes();
+    let hex = |at: usize| -> Option<u16> {
+        let digits = std::str::from_utf8(b.get(at..at + 4)?).ok()?;
+        u16::from_str_radix(digits, 16).ok()
+    };
+    // a `\uXXXX` escape at `at`, and its value
+    let escape = |at: usize| {
+        (b.get(at..at + 2) == Some(b"\\u"))
+            .then(|| hex(at + 2))
+            .flatten()
+    };
+    let (mut out, mut last, mut i, mut changed) = (String::new(), 0, 0, false);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match escape(i) {
+            Some(0xD800..=0xDBFF) if matches!(escape(i + 6), Some(0xDC00..=0xDFFF)) => {
+                i += 12; // a pair: one character
+            }
+            Some(0xD800..=0xDFFF) => {
+                out.push_str(&line[last..i]);
+                out.push_str("\\ufffd");
+                (i, last, changed) = (i + 6, i + 6, true);
+            }
+            _ => i += 2, // another escape (or `\\`): its next character is not an escape
+        }
+    }
+    out.push_str(&line[last..]);
+    changed.then_some(out)
+}
+
+fn parse_field<'a>(line: &'a str, field: &str) -> Result<Cow<'a, str>, String> {
     let mut de = serde_json::Deserializer::from_str(line);
     let found = FieldSeed { name: field }
         .deserialize(&mut de)
@@ -350,5 +398,10 @@ mod tests {
         assert!(field_of(r#"{"text": "a"#, "text")
             .unwrap_err()
             .contains("not valid JSON"));
+        // lone surrogates become U+FFFD, as json.loads and the encoder's check make them
+        assert_eq!(
+            field_of(r#"{"text": "a\ud800b\udc00\ud83d\ude00\\ud800"}"#, "text").unwrap(),
+            "a\u{FFFD}b\u{FFFD}😀\\ud800"
+        );
     }
 }
