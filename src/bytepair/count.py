@@ -35,9 +35,10 @@ WordCounts = _core.WordCounts
 DEFAULT_CHUNK_SIZE = 4 << 20
 #: Each worker holds about two chunks, so chunks past this size would only cost memory.
 MAX_CHUNK_SIZE = 1 << 30
-#: Rows of a dataset read at a time, and bytes of text handed to the core at a time.
+#: Rows of a dataset read at a time, and bytes of text handed to the core at a time (8 MB:
+#: as fast as 16 or 32 on the large corpus as Parquet, with 375 MB peak RSS against 389-484).
 _BATCH_ROWS = 8192
-_BATCH = 16 << 20
+_BATCH = 8 << 20
 
 
 @dataclass
