@@ -23,8 +23,8 @@ from .sources import (
     expand_inputs,
     gathered,
     open_parquet,
-    os_error,
     parquet_batches,
+    parquet_errors,
     row_group_starts,
     text_column,
 )
@@ -226,14 +226,8 @@ def _count_parquet(
 
 def _checked(batches: Iterator[Any], src: Source) -> Iterator[Any]:
     """pyarrow's batches, its errors naming the file."""
-    try:
+    with parquet_errors(src.path):
         yield from batches
-    except OSError as e:
-        raise os_error(e, f"cannot read {src.path}: {e.strerror or e}") from None
-    except Exception as e:
-        if type(e).__module__.startswith("pyarrow"):
-            raise InputError(f"{src.path}: corrupt Parquet data ({e})") from None
-        raise
 
 
 def _count_arrow(

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -191,6 +192,19 @@ def open_parquet(path: Path, column: str) -> Any:
             f"choose one with --column / column=)"
         )
     return pf
+
+
+@contextmanager
+def parquet_errors(path: Path, where: Callable[[], str] = str) -> Iterator[None]:
+    """pyarrow's errors while reading `path` as one clear line naming it (and `where()`)."""
+    try:
+        yield
+    except OSError as e:
+        raise os_error(e, f"cannot read {path}: {e.strerror or e}") from None
+    except Exception as e:
+        if type(e).__module__.startswith("pyarrow"):
+            raise InputError(f"{path}: corrupt Parquet data{where()} ({e})") from None
+        raise
 
 
 def row_group_starts(pf: Any) -> list[int]:

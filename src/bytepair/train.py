@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,28 +286,21 @@ def train_from_iterator(
     """
     shaping = Shaping.of(min_frequency, max_token_length, pad_vocab_to_multiple)
     run = plan(vocab_size, special_tokens, pattern, continue_from, shaping)
-    show = show_progress(progress)
-    report = TrainReport()
-    bar = Bar(show, 0, "reading", "char", divisor=1024)
-    start = time.perf_counter()
-    stats = CountStats()
-    try:
-        counts = count_texts(
+
+    def count(progress: Callable[[int], object], stats: CountStats) -> WordCounts:
+        specials, regex = run.special_tokens, run.pattern
+        return count_texts(
             texts,
-            special_tokens=run.special_tokens,
-            pattern=run.pattern,
+            special_tokens=specials,
+            pattern=regex,
             num_threads=num_threads,
-            progress=bar.to,
+            progress=progress,
             stats=stats,
         )
-    finally:
-        bar.close()
-    report.seconds["pretokenize+count"] = time.perf_counter() - start
-    if stats.n_chars == 0:
-        raise ValueError(
-            "the input is empty (the iterable gave no text): there is no text to train on"
-        )
-    return merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
+
+    return _count_and_merge(
+        count, run, (progress, "char"), num_threads, "the iterable gave no text"
+    )
 
 
 def train_from_dataset(
@@ -320,35 +313,55 @@ def train_from_dataset(
     num_threads: int | None = None,
     progress: bool | None = None,
     continue_from: ContinueFrom = None,
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
 ) -> Tokenizer:
     """Trains on the text column of a Hugging Face `datasets.Dataset` or `IterableDataset` (or
     a pyarrow `Table`/`RecordBatchReader`), each row a document, read in Arrow batches.
 
     >>> tok = train_from_dataset(load_dataset("roneneldan/TinyStories"), 10_000)  # doctest: +SKIP
     """
-    run = plan(vocab_size, special_tokens, pattern, continue_from)
-    show = show_progress(progress)
+    shaping = Shaping.of(min_frequency, max_token_length, pad_vocab_to_multiple)
+    run = plan(vocab_size, special_tokens, pattern, continue_from, shaping)
+
+    def count(progress: Callable[[int], object], stats: CountStats) -> WordCounts:
+        specials, regex = run.special_tokens, run.pattern
+        return count_dataset(
+            dataset,
+            column=column,
+            special_tokens=specials,
+            pattern=regex,
+            num_threads=num_threads,
+            progress=progress,
+            stats=stats,
+        )
+
+    empty = f"the dataset's column {column!r} holds no text"
+    return _count_and_merge(count, run, (progress, "B"), num_threads, empty)
+
+
+def _count_and_merge(
+    count: Callable[[Callable[[int], object], CountStats], WordCounts],
+    run: Plan,
+    progress: tuple[bool | None, str],
+    num_threads: int | None,
+    empty: str,
+) -> Tokenizer:
+    """The stages on texts held in memory: `count(progress, stats)`, then the merge loop;
+    `progress`: whether to show it, and in what unit."""
+    show = show_progress(progress[0])
     report = TrainReport()
-    bar = Bar(show, 0, "reading", divisor=1024)
+    bar = Bar(show, 0, "reading", progress[1], divisor=1024)
     start = time.perf_counter()
     stats = CountStats()
     try:
-        counts = count_dataset(
-            dataset,
-            column=column,
-            special_tokens=run.special_tokens,
-            pattern=run.pattern,
-            num_threads=num_threads,
-            progress=bar.to,
-            stats=stats,
-        )
+        counts = count(bar.to, stats)
     finally:
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
-    if stats.n_bytes == 0:
-        raise ValueError(
-            f"the dataset's column {column!r} holds no text: there is nothing to train on"
-        )
+    if stats.n_chars == 0 and stats.n_bytes == 0:
+        raise ValueError(f"the input is empty ({empty}): there is no text to train on")
     return merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
 
 

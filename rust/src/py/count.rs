@@ -211,15 +211,7 @@ pub(super) fn count_texts(
     pattern: &str,
     num_threads: usize,
 ) -> PyResult<()> {
-    let config = CountConfig {
-        specials: Specials::new(&special_tokens).map_err(pretokenize_err)?,
-        pretok: Pretokenizer::new(pattern).map_err(pretokenize_err)?,
-        strict: true,
-        chunk_size: 0,
-        num_threads,
-        cuts: None,
-        json_field: None,
-    };
+    let config = in_memory(&special_tokens, pattern, num_threads)?;
     let views = texts
         .iter()
         .map(|t| utf8_of(py, t))
@@ -247,15 +239,7 @@ pub(super) fn count_rows(
     pattern: &str,
     num_threads: usize,
 ) -> PyResult<()> {
-    let config = CountConfig {
-        specials: Specials::new(&special_tokens).map_err(pretokenize_err)?,
-        pretok: Pretokenizer::new(pattern).map_err(pretokenize_err)?,
-        strict: true,
-        chunk_size: 0,
-        num_threads,
-        cuts: None,
-        json_field: None,
-    };
+    let config = in_memory(&special_tokens, pattern, num_threads)?;
     let mut slices = Vec::with_capacity(columns.len());
     for (offsets, data) in &columns {
         slices.push((offsets.as_slice()?, data.as_slice()?));
@@ -273,5 +257,22 @@ pub(super) fn count_rows(
         }
         RowError::NotUtf8(i) => PyValueError::new_err(format!("row {}: not valid UTF-8", row(i))),
         RowError::Count(e) => count_err(e),
+    })
+}
+
+/// How texts already in memory (strings, Arrow rows) are counted: valid UTF-8, no reading.
+fn in_memory(
+    special_tokens: &[String],
+    pattern: &str,
+    num_threads: usize,
+) -> PyResult<CountConfig> {
+    Ok(CountConfig {
+        specials: Specials::new(special_tokens).map_err(pretokenize_err)?,
+        pretok: Pretokenizer::new(pattern).map_err(pretokenize_err)?,
+        strict: true,
+        chunk_size: 0,
+        num_threads,
+        cuts: None,
+        json_field: None,
     })
 }

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from ..sources import InputError, Source, open_parquet, os_error
+from ..sources import InputError, Source, open_parquet, parquet_errors
 from .streams import Stream, decode, in_background
 
 if TYPE_CHECKING:  # numpy loads only when a token file is written or read
@@ -243,7 +243,7 @@ def _parquet_units(
     pf = open_parquet(src.path, opts.column)
     n_rows, row = pf.metadata.num_rows, 0
     skip = state.get("row", 0)
-    try:
+    with parquet_errors(src.path, lambda: f" near row {row}"):
         for batch in pf.iter_batches(batch_size=1024, columns=[opts.column]):
             values = batch.column(0).to_pylist()
             first, row = row, row + len(values)
@@ -259,12 +259,6 @@ def _parquet_units(
             disk = src.size * row // max(n_rows, 1)
             n_bytes = sum(len(t.encode("utf-8", "replace")) for t in texts)
             yield Unit(ids, offsets[1:], False, n_bytes, disk, {"input": index, "row": row})
-    except OSError as e:
-        raise os_error(e, f"cannot read {src.path}: {e.strerror or e}") from None
-    except Exception as e:
-        if type(e).__module__.startswith("pyarrow"):
-            raise InputError(f"{src.path}: corrupt Parquet data near row {row} ({e})") from None
-        raise
     yield _done(index, src, encoder, Stream(src, 0).close())
 
 
