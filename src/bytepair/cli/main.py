@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .. import UNICODE_VERSION, __version__
 from .options import (
     common_options,
+    formats_option,
     input_options,
     pattern_option,
     ray_option,
@@ -115,13 +116,7 @@ def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="a saved tokenizer (folder or file) whose ids and merges are kept; training "
         "goes on from them to --vocab-size",
     )
-    train.add_argument(
-        "--formats",
-        type=lambda text: text.split(","),
-        default=None,
-        metavar="F,F,...",
-        help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
-    )
+    formats_option(train)
     shaping_options(train)
     common_options(train)
     role_options(train)

@@ -132,3 +132,14 @@ def shaping_kwargs(args: argparse.Namespace) -> ShapingKwargs:
         "max_token_length": args.max_token_length,
         "pad_vocab_to_multiple": args.pad_vocab_to_multiple,
     }
+
+
+def formats_option(parser: argparse.ArgumentParser) -> None:
+    """Which formats a command that writes a tokenizer writes."""
+    parser.add_argument(
+        "--formats",
+        type=lambda text: text.split(","),
+        default=None,
+        metavar="F,F,...",
+        help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
+    )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._roles import ROLES
-from .options import role_options
+from .options import formats_option, role_options
 
 if TYPE_CHECKING:
     from ..encoding import Tokenizer
@@ -32,13 +32,7 @@ def add_special_tokens_parser(sub: argparse._SubParsersAction[argparse.ArgumentP
         required=True,
         help="output folder (may be the input folder: each file is replaced atomically)",
     )
-    cmd.add_argument(
-        "--formats",
-        type=lambda text: text.split(","),
-        default=None,
-        metavar="F,F,...",
-        help="formats to write: bytepair, hf, gpt2, tiktoken (default: all)",
-    )
+    formats_option(cmd)
     cmd.add_argument("--quiet", action="store_true", help="no summary")
     role_options(cmd, kept=True)
 
