@@ -90,15 +90,10 @@ def reserved_tokens(n_vocab: int, special_tokens: list[str], multiple: int | Non
 
 
 def padded(tok: Tokenizer, multiple: int | None) -> Tokenizer:
-    """`tok` with reserved special tokens after its last id, to a multiple of `multiple`."""
-    from .encoding import Tokenizer
-
+    """`tok` with reserved special tokens after its last id, to a multiple of `multiple` (its
+    roles and other ids kept)."""
     names = reserved_tokens(len(tok.vocab), list(tok.special_tokens), multiple)
-    if not names:
-        return tok
-    first = max(tok.vocab) + 1
-    vocab = tok.vocab | {first + k: t.encode("utf-8") for k, t in enumerate(names)}
-    return Tokenizer(vocab, tok.merges, [*tok.special_tokens, *names], pattern=tok.pattern)
+    return tok.with_special_tokens(names) if names else tok
 
 
 def unpadded(tok: Tokenizer, n_reserved: int) -> Tokenizer:
@@ -110,7 +105,15 @@ def unpadded(tok: Tokenizer, n_reserved: int) -> Tokenizer:
     dropped = set(sorted(tok.vocab)[-n_reserved:])
     vocab = {i: b for i, b in tok.vocab.items() if i not in dropped}
     specials = [t for t, i in tok.special_tokens.items() if i not in dropped]
-    return Tokenizer(vocab, tok.merges, specials, pattern=tok.pattern)
+    roles = {r: t for r, t in tok.special_token_roles.items() if t in specials}
+    return Tokenizer(
+        vocab,
+        tok.merges,
+        specials,
+        pattern=tok.pattern,
+        special_token_roles=roles,
+        model_max_length=tok.model_max_length,
+    )
 
 
 def cut(tok: Tokenizer, size: int, n_reserved: int, multiple: int | None) -> Tokenizer:
