@@ -96,8 +96,9 @@ def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--output",
         type=Path,
         required=True,
-        help="output folder: vocab.json, merges.txt, tokenizer.json, tokenizer.tiktoken "
-        "(+ .json sidecar), bytepair.model",
+        help="output folder: vocab.json, merges.txt, tokenizer.json (+ transformers' "
+        "tokenizer_config.json, special_tokens_map.json), tokenizer.tiktoken (+ .json "
+        "sidecar), bytepair.model",
     )
     pattern_option(train, "gpt2, or the pattern of --continue-from or --from-counts")
     train.add_argument(
