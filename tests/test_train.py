@@ -246,7 +246,7 @@ def test_train_matches_oracle(tmp_path: Path, corpus: tuple[str, list[str], int]
 
 
 @pytest.mark.slow
-@settings(max_examples=15 * MAX_EXAMPLES, **DIFF_SETTINGS)
+@settings(max_examples=8 * MAX_EXAMPLES, **DIFF_SETTINGS)
 @given(corpus=corpora())
 def test_train_matches_oracle_many(tmp_path: Path, corpus: tuple[str, list[str], int]) -> None:
     _check_against_oracle(*corpus, tmp_path)
