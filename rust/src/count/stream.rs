@@ -196,10 +196,11 @@ pub(super) fn read_chunks(
         // (with the bytes held back for decoding: counting only the text, which always lacks
         // the last byte read, a region's first chunk took two reads, twice the chunk size)
         if buf.len() >= target {
-            let text = text_of(&buf[..valid]).map_err(ReadError::Count)?;
+            // (JSON lines are cut after a newline byte: no need to see the text as `str`)
             let cut = if lines {
-                text.rfind('\n').map(|p| p + 1)
+                memchr::memrchr(b'\n', &buf[..valid]).map(|p| p + 1)
             } else {
+                let text = text_of(&buf[..valid]).map_err(ReadError::Count)?;
                 config.specials.safe_cut(text, &config.pretok)
             };
             match cut {
