@@ -1,7 +1,10 @@
-"""Counting, the first stage of training: files (or texts) → word counts, in the Rust core; and
-`pretokenize`, the pieces both counting and encoding see. A pure step: the same call on a byte
-range of a file gives that shard's table, and tables add up with `WordCounts.merge`, which is
-what a cluster run needs (`distributed/`). No merging of pairs happens here (`train.py`).
+"""Counting, the first stage of training: inputs → word counts, in the Rust core; and
+`pretokenize`, the pieces both counting and encoding see. Inputs are files (`sources.py` says
+which kinds: the core reads text and JSON lines, plain or compressed, itself; Parquet comes in
+Arrow batches read by pyarrow), Arrow tables and datasets, or strings. A pure step: the same
+call on a byte range of a file gives that shard's table, and tables add up with
+`WordCounts.merge`, which is what a cluster run needs (`distributed/`). No merging of pairs
+happens here (`train.py`).
 """
 
 from __future__ import annotations
