@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _core
+from ._background import in_background
 from ._checks import check_callback, check_num_threads, check_special_tokens, check_text
-from .corpus.streams import in_background
 from .patterns import resolve_pattern
 from .sources import (
     InputError,

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from .. import _core
 from .._atomic import write_atomic
+from .._background import in_background
 from .._checks import check_num_threads
 from .._progress import Bar, show_progress
 from ..encoding import Tokenizer, core_encoder
@@ -35,7 +36,7 @@ from .inputs import (
     small_files,
     small_text_units,
 )
-from .streams import complete, decode, in_background, invalid_utf8
+from .streams import complete, decode, invalid_utf8
 from .tokens import TokenWriter, choose_dtype
 
 if TYPE_CHECKING:

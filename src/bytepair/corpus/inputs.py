@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from .._background import in_background
 from ..sources import InputError, Source, open_parquet, parquet_errors
-from .streams import Stream, decode, in_background
+from .streams import Stream, decode
 
 if TYPE_CHECKING:  # numpy loads only when a token file is written or read
     import numpy as np

@@ -1,27 +1,21 @@
 """Byte streams of corpus encoding's inputs: files opened plain, `.gz` or `.zst`, counted and
 hashed (sha256, as stored) while read; UTF-8 decoding as training does it; errors that name the
-file and the byte offset; and a helper that runs a generator on another thread, so that reading
-overlaps encoding. What the bytes mean (text, records) is `inputs.py`'s business.
+file and the byte offset. What the bytes mean (text, records) is `inputs.py`'s business; reading
+ahead on another thread is `_background.py`'s.
 """
 
 from __future__ import annotations
 
-import enum
 import gzip
 import hashlib
 import io
-import queue
-import threading
 import zlib
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..sources import InputError, Source, os_error, require
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
-
-_T = TypeVar("_T")
 
 
 class Hashing(io.RawIOBase):
@@ -162,52 +156,3 @@ def complete(data: bytes) -> int:
         if b < 0x80:
             return len(data)
     return len(data)
-
-
-class _End(enum.Enum):
-    """The end of `in_background`'s items (an enum member, so that `is` narrows it away)."""
-
-    END = enum.auto()
-
-
-class _Failed:
-    """An exception raised in a background thread, on its way to the consumer."""
-
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-def in_background(items: Iterator[_T], ahead: int) -> Iterator[_T]:
-    """The items of `items`, made on another thread up to `ahead` in advance: an error there is
-    raised here after the items made before it; closing this iterator stops the thread."""
-    made: queue.Queue[_T | _Failed | Literal[_End.END]] = queue.Queue(maxsize=ahead)
-    stop, end = threading.Event(), _End.END
-
-    def put(item: _T | _Failed | Literal[_End.END]) -> bool:
-        while not stop.is_set():
-            try:
-                made.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for item in items:
-                if not put(item):
-                    return
-            put(end)
-        except BaseException as e:
-            put(_Failed(e))
-        finally:  # a generator's own clean-up (its files, its reader thread) runs now
-            getattr(items, "close", lambda: None)()
-
-    threading.Thread(target=run, daemon=True).start()
-    try:
-        while (item := made.get()) is not end:
-            if isinstance(item, _Failed):
-                raise item.error
-            yield item
-    finally:
-        stop.set()
