@@ -270,3 +270,17 @@ def test_lone_surrogates_in_records_become_replacement_characters(tmp_path: Path
     path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
     fixed = [t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in texts]
     assert items(count_files(path)) == items(bytepair.count_texts(fixed))
+
+
+def test_core_rows_that_cannot_be_counted_are_named() -> None:
+    """Arrow buffers built by hand (pyarrow checks its own): a row that is not UTF-8, or offsets
+    past the data, name the row counted from `first_row` over all columns."""
+    np = pytest.importorskip("numpy")
+    options = {"special_tokens": [], "pattern": bytepair.GPT2_PATTERN, "num_threads": 2}
+    good = (np.array([0, 2], np.int64), np.frombuffer(b"ab", np.uint8))
+    bad = (np.array([0, 2, 4], np.int64), np.frombuffer(b"ab\xff\xfe", np.uint8))
+    with pytest.raises(ValueError, match="row 12: not valid UTF-8"):
+        bytepair._core.count_rows(bytepair.WordCounts(), [good, bad], first_row=10, **options)
+    past = (np.array([0, 9], np.int64), np.frombuffer(b"ab", np.uint8))
+    with pytest.raises(ValueError, match="row 3: offsets outside the data"):
+        bytepair._core.count_rows(bytepair.WordCounts(), [past], first_row=3, **options)

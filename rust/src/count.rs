@@ -29,7 +29,7 @@ mod workers;
 
 pub use counter::Counter;
 pub(crate) use long::LongWords;
-pub use records::{count_rows, Column, Compression, RowError};
+pub use records::{count_rows, Column, Compression};
 pub(crate) use table::drop_on;
 pub use table::{Packed, ShortMap, TableError, WordCounts};
 
@@ -49,6 +49,9 @@ pub enum CountError {
         line: u64,
         message: String,
     },
+    /// A row of an Arrow column that cannot be counted (its number, from 0, and why).
+    #[error("row {row}: {problem}")]
+    Row { row: u64, problem: &'static str },
     /// Compressed data that does not decompress.
     #[error("{}: not valid {format} data ({source}); is the file complete?", path.display())]
     Corrupt {

@@ -301,12 +301,13 @@ const UNIT_BYTES: i64 = 1 << 20;
 /// time, into `into` (in place, as `count_file` does). Several columns in one call: one call
 /// per Parquet row group started threads too often, and joining the columns into one cost a
 /// copy of every byte (page faults on fresh memory made that as slow as reading the file).
-/// Offsets must rise within their data; a row that is not UTF-8 is an error naming it.
+/// Offsets must rise within their data; a row that is not UTF-8 is an error naming it
+/// (`CountError::Row`, rows counted from 0).
 pub fn count_rows(
     columns: &[Column<'_>],
     config: &CountConfig,
     into: &mut WordCounts,
-) -> Result<(), RowError> {
+) -> Result<(), CountError> {
     let mut units = Vec::new(); // (column, first row, end row)
     let mut first_row = 0; // of the column, counted over all columns
     let mut firsts = Vec::with_capacity(columns.len());
@@ -314,7 +315,11 @@ pub fn count_rows(
         let n_rows = offsets.len().saturating_sub(1);
         for (i, w) in offsets.windows(2).enumerate() {
             if w[0] < 0 || w[1] < w[0] || w[1] as u64 > data.len() as u64 {
-                return Err(RowError::BadOffsets(first_row + i));
+                let row = (first_row + i) as u64;
+                return Err(CountError::Row {
+                    row,
+                    problem: "offsets outside the data",
+                });
             }
         }
         let mut lo = 0;
@@ -338,29 +343,15 @@ pub fn count_rows(
             let (offsets, data) = columns[c];
             for row in lo..hi {
                 let bytes = &data[offsets[row] as usize..offsets[row + 1] as usize];
-                let text = simdutf8::basic::from_utf8(bytes)
-                    .map_err(|_| RowError::NotUtf8(firsts[c] + row))?;
+                let text = simdutf8::basic::from_utf8(bytes).map_err(|_| CountError::Row {
+                    row: (firsts[c] + row) as u64,
+                    problem: "not valid UTF-8",
+                })?;
                 counter.add_document(text, config, stop)?;
             }
             Ok(())
         },
     )
-}
-
-/// Why the rows of a column could not be counted.
-#[derive(Debug)]
-pub enum RowError {
-    /// The offsets of this row do not rise within the data.
-    BadOffsets(usize),
-    /// This row is not valid UTF-8.
-    NotUtf8(usize),
-    Count(CountError),
-}
-
-impl From<CountError> for RowError {
-    fn from(e: CountError) -> Self {
-        RowError::Count(e)
-    }
 }
 
 #[cfg(test)]

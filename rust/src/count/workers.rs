@@ -65,47 +65,36 @@ pub(super) fn internal(panic: Box<dyn std::any::Any + Send>) -> CountError {
     CountError::Internal(message)
 }
 
-/// Runs `work(counter, unit, stop)` for each of `n_units` units on up to `threads` threads (this
-/// one among them) that take the units in turn, counting into `into` in place (after an error,
-/// it holds what was counted). The work of texts already in memory: records, rows, strings.
-/// The first error raises `stop`, and is returned; a panic becomes an internal error.
-pub(super) fn count_units<E: From<CountError> + Send>(
+/// Runs `work(counter, unit, stop)` for each of `n_units` units on up to `threads` workers that
+/// take the units in turn, counting into `into` in place (after an error, it holds what was
+/// counted): the work of texts already in memory (strings, Arrow rows). The workers and their
+/// errors are those of the readers' (`spawn_workers`, `guarded`, `join_workers`).
+pub(super) fn count_units(
     n_units: usize,
     threads: usize,
     into: &mut WordCounts,
-    work: impl Fn(&mut Counter, usize, &AtomicBool) -> Result<(), E> + Sync,
-) -> Result<(), E> {
+    work: impl Fn(&mut Counter, usize, &AtomicBool) -> Result<(), CountError> + Sync,
+) -> Result<(), CountError> {
     let n = crate::mem::worker_count(threads).min(n_units.max(1));
     let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let failed = AtomicBool::new(false);
     let shared = std::mem::take(into).into_shared();
     let run = || {
-        let mut counter = Counter::sharing(&shared);
-        let mut result = Ok(());
-        loop {
-            let unit = next.fetch_add(1, Ordering::Relaxed);
-            if unit >= n_units || stop.load(Ordering::Relaxed) {
-                break;
+        guarded(&failed, || {
+            let mut counter = Counter::sharing(&shared);
+            loop {
+                let unit = next.fetch_add(1, Ordering::Relaxed);
+                if unit >= n_units || failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                work(&mut counter, unit, &failed)?;
             }
-            result = work(&mut counter, unit, &stop);
-            if result.is_err() {
-                stop.store(true, Ordering::Relaxed);
-                break;
-            }
-        }
-        result.and_then(|()| counter.finish().map_err(|e| E::from(e.into())))
+            Ok(counter.finish()?)
+        })
     };
     let counted = std::thread::scope(|scope| {
-        // a worker that cannot start is done without: this thread works too
-        let workers: Vec<_> = (1..n)
-            .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, run).ok())
-            .collect();
-        let mut first = run();
-        for w in workers {
-            let result = w.join().unwrap_or_else(|p| Err(E::from(internal(p))));
-            first = first.and(result);
-        }
-        first
+        let workers = spawn_workers(scope, n, || run)?;
+        join_workers(workers, None).map(drop)
     });
     *into = WordCounts::from_shared(shared);
     counted

@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyString};
 use super::errors::{count_err, pretokenize_err, table_err};
 use super::ffi::utf8_of;
 use super::progress::Progress;
-use crate::count::{self, Compression, CountConfig, RowError, WordCounts};
+use crate::count::{self, Compression, CountConfig, CountError, WordCounts};
 use crate::counts_file;
 use crate::cuts::CutFinder;
 use crate::pretokenize::{Pretokenizer, Specials};
@@ -250,13 +250,12 @@ pub(super) fn count_rows(
         (table, counted)
     });
     counts.absorb(py, table)?;
-    let row = |i: usize| first_row + i as u64;
     counted.map_err(|e| match e {
-        RowError::BadOffsets(i) => {
-            PyValueError::new_err(format!("row {}: offsets outside the data", row(i)))
-        }
-        RowError::NotUtf8(i) => PyValueError::new_err(format!("row {}: not valid UTF-8", row(i))),
-        RowError::Count(e) => count_err(e),
+        CountError::Row { row, problem } => count_err(CountError::Row {
+            row: first_row + row,
+            problem,
+        }),
+        e => count_err(e),
     })
 }
 

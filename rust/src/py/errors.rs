@@ -27,9 +27,10 @@ pub(super) fn count_err(e: CountError) -> PyErr {
             let errno = source.raw_os_error().unwrap_or(0);
             PyOSError::new_err((errno, source.to_string(), path.display().to_string()))
         }
-        CountError::InvalidUtf8 { .. } | CountError::Record { .. } | CountError::Corrupt { .. } => {
-            PyValueError::new_err(e.to_string())
-        }
+        CountError::InvalidUtf8 { .. }
+        | CountError::Record { .. }
+        | CountError::Corrupt { .. }
+        | CountError::Row { .. } => PyValueError::new_err(e.to_string()),
         CountError::Pretokenize(e) => pretokenize_err(e),
         CountError::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
         CountError::OutOfMemory { .. } | CountError::TableFull => {
