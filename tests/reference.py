@@ -1,4 +1,5 @@
-"""Slow, plain pure-Python byte-level BPE: the test oracle for docs/spec.md §1 and §2.
+"""Slow, plain pure-Python byte-level BPE: the test oracle for docs/spec.md §1 (with superword
+training, §1.9) and §2.
 
 Every step is written the naive way (full pair recount per merge, GPT-2's original `bpe()` loop per
 pretoken) so that it can be checked by reading. It is test-only: never import it from `src/`, and
@@ -9,11 +10,14 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import regex
 
 GPT2_PATTERN: str = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+# The second stage of superword training (docs/spec.md §1.9), after GPT-2's and GPT-4's patterns.
+GPT2_SUPERWORD_PATTERN: str = r" ?\p{N}+|(?:(?! ?\p{N})[^\n])+\n?|\n"
+GPT4_SUPERWORD_PATTERN: str = r"\p{N}{1,3}|[^\n\p{N}]+\n?|\n"
 
 
 def _check_special_tokens(special_tokens: list[str]) -> None:
@@ -92,6 +96,72 @@ def _merge_pair(tokens: tuple[bytes, ...], pair: tuple[bytes, bytes]) -> tuple[b
     return tuple(merged)
 
 
+def _check_vocab_size(vocab_size: int, special_tokens: list[str]) -> int:
+    """The number of merges `vocab_size` asks for (docs/spec.md §1.4)."""
+    minimum = 256 + len(special_tokens)
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small: the minimum is {minimum} "
+            f"(256 bytes + {len(special_tokens)} special tokens)"
+        )
+    return vocab_size - minimum
+
+
+def _merge_loop(
+    words: list[tuple[tuple[bytes, ...], int]],
+    merges: list[tuple[bytes, bytes]],
+    num_merges: int,
+    *,
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    allowed: Callable[[tuple[bytes, bytes], list[tuple[bytes, bytes]]], bool] | None = None,
+) -> list[tuple[bytes, bytes]]:
+    """docs/spec.md §1, rules 5 and 8: merge on `words` (token sequences with counts) after
+    `merges`, until there are `num_merges` in all. `allowed(pair, merges so far)`, when given,
+    leaves out the pairs it rejects, as `max_token_length` does. Returns all the merges."""
+    merges = list(merges)
+    while len(merges) < num_merges:
+        pair_counts: Counter[tuple[bytes, bytes]] = Counter()
+        for tokens, count in words:
+            for pair in itertools.pairwise(tokens):
+                pair_counts[pair] += count
+        if max_token_length is not None:
+            pair_counts = Counter(
+                {p: n for p, n in pair_counts.items() if len(p[0]) + len(p[1]) <= max_token_length}
+            )
+        if allowed is not None:
+            pair_counts = Counter({p: n for p, n in pair_counts.items() if allowed(p, merges)})
+        if not pair_counts:
+            break
+        # Highest count; ties go to the greater (bytes_a, bytes_b) tuple.
+        best = max(pair_counts, key=lambda pair: (pair_counts[pair], pair))
+        if pair_counts[best] < min_frequency:
+            break
+        merges.append(best)
+        words = [(_merge_pair(tokens, best), count) for tokens, count in words]
+    return merges
+
+
+def _layout(
+    merges: list[tuple[bytes, bytes]],
+    special_tokens: list[str],
+    pad_vocab_to_multiple: int | None = None,
+) -> dict[int, bytes]:
+    """docs/spec.md §1.6 and §1.8: bytes, merges, special tokens, then reserved tokens."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    for i, (left, right) in enumerate(merges):
+        vocab[256 + i] = left + right
+    for token in special_tokens:
+        vocab[len(vocab)] = token.encode("utf-8")
+    i = 0
+    while pad_vocab_to_multiple is not None and len(vocab) % pad_vocab_to_multiple:
+        name = f"<|reserved_{i}|>"
+        if name not in special_tokens:
+            vocab[len(vocab)] = name.encode("utf-8")
+        i += 1
+    return vocab
+
+
 def train_from_counts(
     word_counts: dict[bytes, int],
     vocab_size: int,
@@ -111,13 +181,7 @@ def train_from_counts(
     [(b'a', b'a'), (b'aa', b'a')]
     """
     _check_special_tokens(special_tokens)
-    minimum = 256 + len(special_tokens)
-    if vocab_size < minimum:
-        raise ValueError(
-            f"vocab_size={vocab_size} is too small: the minimum is {minimum} "
-            f"(256 bytes + {len(special_tokens)} special tokens)"
-        )
-    num_merges = vocab_size - minimum
+    num_merges = _check_vocab_size(vocab_size, special_tokens)
 
     # Each word is kept as its current token sequence, a tuple of byte strings.
     words: list[tuple[tuple[bytes, ...], int]] = []
@@ -127,37 +191,14 @@ def train_from_counts(
         if count > 0:
             words.append((tuple(bytes([b]) for b in word), count))
 
-    merges: list[tuple[bytes, bytes]] = []
-    for _ in range(num_merges):
-        pair_counts: Counter[tuple[bytes, bytes]] = Counter()
-        for tokens, count in words:
-            for pair in itertools.pairwise(tokens):
-                pair_counts[pair] += count
-        if max_token_length is not None:
-            pair_counts = Counter(
-                {p: n for p, n in pair_counts.items() if len(p[0]) + len(p[1]) <= max_token_length}
-            )
-        if not pair_counts:
-            break
-        # Highest count; ties go to the greater (bytes_a, bytes_b) tuple.
-        best = max(pair_counts, key=lambda pair: (pair_counts[pair], pair))
-        if pair_counts[best] < min_frequency:
-            break
-        merges.append(best)
-        words = [(_merge_pair(tokens, best), count) for tokens, count in words]
-
-    vocab = {i: bytes([i]) for i in range(256)}
-    for i, (left, right) in enumerate(merges):
-        vocab[256 + i] = left + right
-    for token in special_tokens:
-        vocab[len(vocab)] = token.encode("utf-8")
-    i = 0
-    while pad_vocab_to_multiple is not None and len(vocab) % pad_vocab_to_multiple:
-        name = f"<|reserved_{i}|>"
-        if name not in special_tokens:
-            vocab[len(vocab)] = name.encode("utf-8")
-        i += 1
-    return vocab, merges
+    merges = _merge_loop(
+        words,
+        [],
+        num_merges,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+    )
+    return _layout(merges, special_tokens, pad_vocab_to_multiple), merges
 
 
 def train(
@@ -186,6 +227,94 @@ def train(
         max_token_length=max_token_length,
         pad_vocab_to_multiple=pad_vocab_to_multiple,
     )
+
+
+def superword_allows(
+    token: bytes,
+    merges: list[tuple[bytes, bytes]],
+    max_words: int | None = 4,
+    colon_space: bool = False,
+) -> bool:
+    """Whether superword training's second stage may make `token` after `merges` (docs/spec.md
+    §1.9): at most `max_words` words (the non-empty parts of `token.split(b" ")`; None: any), no
+    `b": "` unless `colon_space`, and not the bytes of a byte or of an earlier merge's token.
+
+    >>> superword_allows(b" of the", [])
+    True
+    >>> superword_allows(b"a b c d e", []), superword_allows(b"a: b", [])
+    (False, False)
+    >>> superword_allows(b"ab", [(b"a", b"b")]), superword_allows(b"x", [])
+    (False, False)
+    """
+    if max_words is not None and len([w for w in token.split(b" ") if w]) > max_words:
+        return False
+    if not colon_space and b": " in token:
+        return False
+    return len(token) != 1 and all(left + right != token for left, right in merges)
+
+
+def train_superword(
+    texts: str | list[str],
+    vocab_size: int,
+    special_tokens: list[str],
+    superword_from: int,
+    pattern: str = GPT2_PATTERN,
+    *,
+    superword_pattern: str | None = None,
+    max_words: int | None = 4,
+    colon_space: bool = False,
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    pad_vocab_to_multiple: int | None = None,
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], str]:
+    """Superword training (docs/spec.md §1.9) on a text or a list of texts (each a document):
+    at most `superword_from` merges as `train` makes them; then, unless that is all the merges
+    asked for, the words of `superword_pattern` (GPT-2's second pattern by default after GPT-2's),
+    each encoded with those merges as `encode` does, merged on under `superword_allows`. Returns
+    the vocabulary, the merges and the tokenizer's pattern (the one whose words were merged last).
+
+    >>> vocab, merges, pattern = train_superword("of the\\nof the\\n", 263, [], 2)
+    >>> merges[2:], pattern == GPT2_SUPERWORD_PATTERN
+    ([(b'the', b'\\n'), (b'o', b'f'), (b'of', b' '), (b'of ', b'the\\n')], True)
+    >>> train_superword("of the\\nof the\\n", 263, [], 2, max_words=1)[1][5:]
+    []
+    """
+    _check_special_tokens(special_tokens)
+    num_merges = _check_vocab_size(vocab_size, special_tokens)
+    if superword_from < 0:
+        raise ValueError(f"superword_from must be at least 0, got {superword_from}")
+    if max_words is not None and max_words < 1:
+        raise ValueError(f"max_words must be at least 1, got {max_words}")
+    if superword_pattern is None:
+        if pattern != GPT2_PATTERN:
+            raise ValueError("pass superword_pattern: the default follows GPT-2's pattern only")
+        superword_pattern = GPT2_SUPERWORD_PATTERN
+    documents = [texts] if isinstance(texts, str) else list(texts)
+
+    def words_of(regex: str) -> Counter[bytes]:
+        counts: Counter[bytes] = Counter()
+        for text in documents:
+            counts.update(count_words(text, special_tokens, regex))
+        return counts
+
+    shaping = {"min_frequency": min_frequency, "max_token_length": max_token_length}
+    # Stage 1: ordinary training, for at most `superword_from` merges.
+    words = [(tuple(bytes([b]) for b in word), n) for word, n in words_of(pattern).items()]
+    merges = _merge_loop(words, [], min(superword_from, num_merges), **shaping)
+    if superword_from >= num_merges:
+        return _layout(merges, special_tokens, pad_vocab_to_multiple), merges, pattern
+
+    # Stage 2: the second pattern's words, each encoded with the first merges, merged on.
+    ranks: dict[tuple[bytes, bytes], int] = {}
+    for rank, pair in enumerate(merges):
+        ranks.setdefault(pair, rank)
+    words = [(tuple(_bpe(word, ranks)), n) for word, n in words_of(superword_pattern).items()]
+
+    def allowed(pair: tuple[bytes, bytes], made: list[tuple[bytes, bytes]]) -> bool:
+        return superword_allows(pair[0] + pair[1], made, max_words, colon_space)
+
+    merges = _merge_loop(words, merges, num_merges, allowed=allowed, **shaping)
+    return _layout(merges, special_tokens, pad_vocab_to_multiple), merges, superword_pattern
 
 
 def build_vocab_with_specials(

@@ -45,7 +45,10 @@ def test_version_is_exposed() -> None:
 )
 def test_scanner_equals_regex_engine_on_every_code_point(preset: str, context: str) -> None:
     engine = f"(?:{PRESETS[preset]})"  # the same pattern, not recognised as a preset
-    text = DELIMITER.join(context.format(c=c) for c in ALL_CHARS)
+    # A superword pretoken runs to the end of its line: one line of every code point took the
+    # regex engine's backtracking past its stack, so those texts end each context's line.
+    delimiter = DELIMITER + "\n" if preset.endswith("superword") else DELIMITER
+    text = delimiter.join(context.format(c=c) for c in ALL_CHARS)
     if pretokenize(text, pattern=preset) != pretokenize(text, pattern=engine):
         bad = [
             c

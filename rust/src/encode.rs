@@ -14,6 +14,7 @@ mod encoder;
 mod flat;
 mod merge;
 mod pair_table;
+mod parts;
 mod pieces;
 mod text;
 
@@ -24,6 +25,10 @@ pub use batch::{BatchIds, BatchTexts, RunPiece};
 pub use encoder::{Encoder, SpecialSet};
 pub use flat::{fill, first_wide, first_wide_in, text_offsets};
 pub use pieces::block_text;
+// Training replays earlier merges on its words with the encoder's BPE (`train/words.rs`).
+pub(crate) use merge::{merge_long, merge_short, SHORT};
+pub(crate) use pair_table::PairTable;
+pub(crate) use parts::{Joins, RecentParts};
 
 /// Errors of the encoder.
 #[derive(Debug, thiserror::Error)]

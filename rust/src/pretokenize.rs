@@ -24,9 +24,11 @@ pub mod gpt4;
 mod gpt4_ascii;
 pub mod o200k;
 mod specials;
+mod superword;
 
 pub(crate) use gpt2::{class_at, class_of, decode_at, SPACE};
 pub use specials::{Piece, Specials};
+pub use superword::{SUPERWORD_GPT2_PATTERN, SUPERWORD_GPT4_PATTERN};
 
 /// The GPT-2 pretokenization pattern; a pattern equal to it runs on the hand-written scanner.
 pub const GPT2_PATTERN: &str =
@@ -62,6 +64,10 @@ pub enum Pretokenizer {
     Cl100k,
     /// The hand-written GPT-4o (o200k) scanner (`pretokenize/o200k.rs`).
     O200k,
+    /// The superword scanners of SuperBPE's second stage (`pretokenize/superword.rs`), after
+    /// GPT-2's pattern and after GPT-4's.
+    SuperwordGpt2,
+    SuperwordGpt4,
     /// Any other pattern, run by fancy-regex.
     Regex(Box<fancy_regex::Regex>),
 }
@@ -77,6 +83,12 @@ impl Pretokenizer {
         }
         if pattern == O200K_PATTERN {
             return Ok(Self::O200k);
+        }
+        if pattern == SUPERWORD_GPT2_PATTERN {
+            return Ok(Self::SuperwordGpt2);
+        }
+        if pattern == SUPERWORD_GPT4_PATTERN {
+            return Ok(Self::SuperwordGpt4);
         }
         // Bounded compiled size: fancy-regex otherwise compiles some patterns (a lookbehind
         // over a large repetition) by asking for gigabytes, and a failed allocation aborts.
@@ -139,6 +151,19 @@ impl Pretokenizer {
             }
             Self::Cl100k => gpt4_ascii::for_each_span::<false>(b, &mut f),
             Self::O200k => gpt4_ascii::for_each_span::<true>(b, &mut f),
+            Self::SuperwordGpt2 | Self::SuperwordGpt4 => {
+                let gpt2 = matches!(self, Self::SuperwordGpt2);
+                let mut i = 0;
+                while i < b.len() {
+                    let end = if gpt2 {
+                        superword::gpt2_token_end(b, i)
+                    } else {
+                        superword::gpt4_token_end(b, i)
+                    };
+                    f(i, end);
+                    i = end;
+                }
+            }
             Self::Regex(re) => {
                 for m in re.find_iter(text) {
                     if stop.load(Ordering::Relaxed) {
@@ -159,7 +184,7 @@ impl Pretokenizer {
 
     /// Whether a cut before byte `p` (a character boundary, 0 < p < len) of a segment is safe:
     /// the pretokens of the two sides are then those of the whole. cl100k and o200k: their
-    /// modules' `can_cut_before`. Other patterns: never.
+    /// modules' `can_cut_before`; the superword patterns: after a newline. Other patterns: never.
     ///
     /// For the GPT-2 pattern, with `x` the character before `p` and `y` the one at `p`, the cut
     /// is safe when `x` is not whitespace and either `y` is whitespace or `y` is of another class
@@ -182,6 +207,7 @@ impl Pretokenizer {
             Self::Gpt2 => {}
             Self::Cl100k => return gpt4::can_cut_before(b, p),
             Self::O200k => return o200k::can_cut_before(b, p),
+            Self::SuperwordGpt2 | Self::SuperwordGpt4 => return superword::can_cut_before(b, p),
             Self::Regex(_) => return false,
         }
         let (y, _) = class_at(b, p);

@@ -24,6 +24,14 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GPT2_PATTERN", GPT2_PATTERN)?;
     m.add("CL100K_PATTERN", crate::pretokenize::gpt4::CL100K_PATTERN)?;
     m.add("O200K_PATTERN", crate::pretokenize::o200k::O200K_PATTERN)?;
+    m.add(
+        "SUPERWORD_GPT2_PATTERN",
+        crate::pretokenize::SUPERWORD_GPT2_PATTERN,
+    )?;
+    m.add(
+        "SUPERWORD_GPT4_PATTERN",
+        crate::pretokenize::SUPERWORD_GPT4_PATTERN,
+    )?;
     m.add("UNICODE_VERSION", crate::UNICODE_VERSION)?;
     // The package's one version: Cargo.toml's, which maturin also writes into the metadata.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

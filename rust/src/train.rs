@@ -28,7 +28,9 @@ mod heap;
 mod merge_loop;
 mod pairs;
 mod pool;
+mod replay;
 mod runs;
+mod token_pairs;
 mod words;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -84,6 +86,8 @@ pub struct Limits {
     pub min_frequency: u64,
     /// A pair whose token would be longer (in bytes) is never merged: the next best is taken.
     pub max_token_length: Option<usize>,
+    /// The rules of superword training's second stage (docs/spec.md §1.9), or none.
+    pub superword: Option<Superword>,
 }
 
 impl Default for Limits {
@@ -91,8 +95,45 @@ impl Default for Limits {
         Limits {
             min_frequency: 1,
             max_token_length: None,
+            superword: None,
         }
     }
+}
+
+/// Which tokens superword training's second stage may make; a pair whose token breaks a rule is
+/// never merged and the next best is taken, as with `max_token_length`.
+#[derive(Clone, Copy, Debug)]
+pub struct Superword {
+    /// A token of more words is never made: words are the runs of bytes other than the space
+    /// (0x20), so `" of the"` has 2 and `"  "` none.
+    pub max_words: Option<usize>,
+    /// Whether a token may hold a colon followed by a space (`": "`).
+    pub colon_space: bool,
+}
+
+impl Superword {
+    /// Whether the token `a + b` breaks a rule (a token of the same bytes already exists is
+    /// the caller's to check).
+    pub fn refuses(&self, a: &[u8], b: &[u8]) -> bool {
+        let colon = a.ends_with(b":") && b.starts_with(b" ");
+        if !self.colon_space && (colon || contains(a, b": ") || contains(b, b": ")) {
+            return true;
+        }
+        self.max_words.is_some_and(|max| {
+            let glued =
+                a.last().is_some_and(|&x| x != b' ') && b.first().is_some_and(|&y| y != b' ');
+            words_in(a) + words_in(b) - usize::from(glued) > max
+        })
+    }
+}
+
+/// The number of runs of bytes other than the space in `t`.
+fn words_in(t: &[u8]) -> usize {
+    t.split(|&c| c == b' ').filter(|w| !w.is_empty()).count()
+}
+
+fn contains(t: &[u8], what: &[u8]) -> bool {
+    t.windows(what.len()).any(|w| w == what)
 }
 
 /// Why the loop ended.
@@ -106,6 +147,9 @@ pub enum Stop {
     MinFrequency,
     /// Pairs are left, but each would make a token longer than `max_token_length`.
     MaxTokenLength,
+    /// Pairs are left, but each would make a token the superword rules refuse, or one that
+    /// exists already (and none is too long).
+    Superword,
     /// `progress` returned false.
     Interrupted,
 }
@@ -118,6 +162,7 @@ impl Stop {
             Stop::NoPair => "no pair",
             Stop::MinFrequency => "min frequency",
             Stop::MaxTokenLength => "max token length",
+            Stop::Superword => "superword rules",
             Stop::Interrupted => "interrupted",
         }
     }
@@ -222,6 +267,7 @@ mod tests {
     const NO_LIMITS: Limits = Limits {
         min_frequency: 1,
         max_token_length: None,
+        superword: None,
     };
 
     fn counts(words: &[(&str, u64)]) -> WordCounts {

@@ -14,10 +14,12 @@ mod tests {
     use crate::pretokenize::{class_of, Pretokenizer, GPT2_PATTERN};
 
     /// The presets that run on a hand-written scanner: (name, pattern).
-    const PRESETS: [(&str, &str); 3] = [
+    const PRESETS: [(&str, &str); 5] = [
         ("gpt2", GPT2_PATTERN),
         ("cl100k", crate::pretokenize::gpt4::CL100K_PATTERN),
         ("o200k", O200K_PATTERN),
+        ("gpt2-superword", crate::pretokenize::SUPERWORD_GPT2_PATTERN),
+        ("gpt4-superword", crate::pretokenize::SUPERWORD_GPT4_PATTERN),
     ];
 
     /// Each code point's neighbours tell its class apart: letter or not (`a?b`), number or not

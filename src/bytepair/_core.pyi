@@ -11,6 +11,8 @@ import numpy.typing as npt
 GPT2_PATTERN: str
 CL100K_PATTERN: str
 O200K_PATTERN: str
+SUPERWORD_GPT2_PATTERN: str
+SUPERWORD_GPT4_PATTERN: str
 UNICODE_VERSION: str
 __version__: str
 
@@ -123,4 +125,5 @@ def train_bpe(
     start: list[tuple[int, int]] = ...,
     min_frequency: int = 1,
     max_token_length: int | None = None,
+    superword: tuple[int | None, bool] | None = None,
 ) -> tuple[list[tuple[int, int]], list[bytes], str]: ...

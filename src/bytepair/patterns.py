@@ -1,6 +1,7 @@
-"""Pretokenization patterns by name. The presets (GPT-2, GPT-4's cl100k, GPT-4o's o200k) run on
-the core's hand-written scanners; any other regex runs on fancy-regex (Rust), the engine tiktoken
-uses, so every preset splits text exactly as tiktoken does. The scanned patterns are defined
+"""Pretokenization patterns by name. The presets (GPT-2, GPT-4's cl100k, GPT-4o's o200k, and the
+superword patterns of SuperBPE's second stage) run on the core's hand-written scanners; any other
+regex runs on fancy-regex (Rust), the engine tiktoken uses, so every preset splits text exactly as
+tiktoken does. The scanned patterns are defined
 once, in the core: a scanner is chosen by equality with its string, so a copy could drift.
 """
 
@@ -17,7 +18,20 @@ CL100K_PATTERN: str = _core.CL100K_PATTERN
 #: hand-written scanner in the core (`pretokenize/o200k.rs`), chosen by equality with this string.
 O200K_PATTERN: str = _core.O200K_PATTERN
 
-PRESETS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
+#: The second stage of superword training (`superword.py`) after GPT-2's pattern: numbers with
+#: the space before them as GPT-2 splits them, else everything up to and with a newline.
+GPT2_SUPERWORD_PATTERN: str = _core.SUPERWORD_GPT2_PATTERN
+
+#: The same after GPT-4's patterns (cl100k, o200k): numbers in groups of 1-3 digits.
+GPT4_SUPERWORD_PATTERN: str = _core.SUPERWORD_GPT4_PATTERN
+
+PRESETS = {
+    "gpt2": GPT2_PATTERN,
+    "cl100k": CL100K_PATTERN,
+    "o200k": O200K_PATTERN,
+    "gpt2-superword": GPT2_SUPERWORD_PATTERN,
+    "gpt4-superword": GPT4_SUPERWORD_PATTERN,
+}
 
 
 def resolve_pattern(pattern: str) -> str:

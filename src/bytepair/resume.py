@@ -15,6 +15,7 @@ from ._checks import MAX_TOKEN_ID, check_special_tokens
 from .encoding import Tokenizer, load
 from .patterns import resolve_pattern
 from .shaping import Shaping, reserved_tokens
+from .superword import Superword
 
 #: Ids must be below 2**31 (`Tokenizer`'s limit); a larger size also made the core reserve
 #: memory for that many merges up front (2**40 aborted the process).
@@ -33,6 +34,8 @@ class Plan:
     start: list[tuple[int, int]] = field(default_factory=list)
     #: Options of the merge loop and of the layout (`shaping.py`).
     shaping: Shaping = field(default_factory=Shaping)
+    #: Superword training's options (`superword.py`), or None.
+    superword: Superword | None = None
 
 
 def plan(

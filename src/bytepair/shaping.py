@@ -132,4 +132,9 @@ def stop_reason(stop: str, shaping: Shaping) -> str:
     if stop == "max token length":
         n = shaping.max_token_length
         return f"every pair left would make a token longer than {n} byte{'s' * (n != 1)}"
+    if stop == "superword rules":
+        return (
+            "every pair left would make a token of too many words, one holding ': ', or one "
+            "that exists already (the superword rules)"
+        )
     return "no pair of tokens is left to merge (the corpus has too little distinct text)"

@@ -30,6 +30,7 @@ from .encoding import Tokenizer
 from .resume import MAX_VOCAB_SIZE, Plan, layout, plan
 from .shaping import Shaping, stop_reason
 from .sources import Inputs, expand_inputs
+from .superword import MAX_WORDS, merge_two_stages, with_superword
 
 __all__ = [
     "MAX_VOCAB_SIZE",
@@ -67,6 +68,9 @@ class TrainReport:
     #: The reserved special tokens that padding added, and the vocabulary's size then.
     n_reserved: int = 0
     n_vocab: int = 0
+    #: Superword training: the merges made before the second stage, and its distinct words.
+    superword_from: int | None = None
+    n_superwords: int = 0
 
     def summary(self) -> str:
         """A few human-readable lines."""
@@ -75,6 +79,12 @@ class TrainReport:
             f"input: {self.n_bytes:,} bytes; unique words: {self.n_words:,}",
             f"merges: {self.n_merges:,} of {self.n_merges_requested:,}; time: {stages}",
         ]
+        if self.superword_from is not None:
+            lines.insert(
+                1,
+                f"superwords from merge {self.superword_from:,}; unique superwords: "
+                f"{self.n_superwords:,}",
+            )
         if self.stop in ("min frequency", "max token length"):
             option = "--" + self.stop.replace(" ", "-")
             reason = stop_reason(self.stop, self.shaping)
@@ -135,6 +145,7 @@ def merge_stage(
             start=run.start,
             min_frequency=run.shaping.min_frequency,
             max_token_length=run.shaping.max_token_length,
+            superword=run.superword.core() if run.superword else None,
         )
     finally:
         bar.close()
@@ -170,10 +181,17 @@ def train_with_report(
     min_frequency: int = 1,
     max_token_length: int | None = None,
     pad_vocab_to_multiple: int | None = None,
+    superword_from: int | None = None,
+    superword_pattern: str | None = None,
+    superword_max_words: int | None = MAX_WORDS,
+    superword_colon_space: bool = False,
 ) -> tuple[Tokenizer, TrainReport]:
     """`train`, also returning the `TrainReport` (sizes, merges done, time per stage)."""
     shaping = Shaping.of(min_frequency, max_token_length, pad_vocab_to_multiple)
     run = plan(vocab_size, special_tokens, pattern, continue_from, shaping)
+    run = with_superword(
+        run, superword_from, superword_pattern, superword_max_words, superword_colon_space
+    )
     sources = expand_inputs(inputs)
     files = [src.path for src in sources]
     show = show_progress(progress)
@@ -181,25 +199,33 @@ def train_with_report(
     stats = CountStats()
     bar = Bar(show, sum(src.size for src in sources), "reading", divisor=1024)
     start = time.perf_counter()
-    try:
-        counts = count_ranges(
+
+    def count(pattern: str, progress: Callable[[int], object], stats: CountStats) -> WordCounts:
+        return count_ranges(
             [(src, 0, None) for src in sources],
             special_tokens=run.special_tokens,
-            pattern=run.pattern,
+            pattern=pattern,
             num_threads=num_threads,
             errors=errors,
             chunk_size=chunk_size,
             jsonl_field=jsonl_field,
             column=column,
             stats=stats,
-            progress=bar.to,
+            progress=progress,
         )
+
+    try:
+        counts = count(run.pattern, bar.to, stats)
     finally:
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
     report.chunk_size = chunk_size
     after_counting(report, stats, files)
-    tok = merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
+    if run.superword is not None:
+        again = lambda pattern, progress: count(pattern, progress, CountStats())  # noqa: E731
+        tok = merge_two_stages(counts, again, run, report, show, num_threads)
+    else:
+        tok = merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
     return tok, report
 
 
@@ -219,6 +245,10 @@ def train(
     min_frequency: int = 1,
     max_token_length: int | None = None,
     pad_vocab_to_multiple: int | None = None,
+    superword_from: int | None = None,
+    superword_pattern: str | None = None,
+    superword_max_words: int | None = MAX_WORDS,
+    superword_colon_space: bool = False,
 ) -> Tokenizer:
     """Trains a byte-level BPE tokenizer on files: paths, globs or folders of text, JSON lines
     (each record's `jsonl_field` a document) or Parquet (each row's `column` a document), plain
@@ -235,6 +265,10 @@ def train(
     is merged; `max_token_length` skips merges that make a token longer (bytes);
     `pad_vocab_to_multiple` adds reserved special tokens `<|reserved_0|>`, ... until the
     vocabulary's size is a multiple of it (on top of `vocab_size`).
+    Superword training (SuperBPE, docs/spec.md §1.9): with `superword_from=T`, merges after the
+    first T are learned on lines instead of words (`superword_pattern`; by default the preset
+    after `pattern`), so tokens may span words, up to `superword_max_words` words (None: no
+    limit), holding ": " only with `superword_colon_space`.
 
     >>> tok = train(["data.txt"], 10_000, ["<|endoftext|>"])  # doctest: +SKIP
     """
@@ -253,6 +287,10 @@ def train(
         min_frequency=min_frequency,
         max_token_length=max_token_length,
         pad_vocab_to_multiple=pad_vocab_to_multiple,
+        superword_from=superword_from,
+        superword_pattern=superword_pattern,
+        superword_max_words=superword_max_words,
+        superword_colon_space=superword_colon_space,
     )
     if report.n_replaced:
         warnings.warn(
@@ -277,8 +315,14 @@ def train_from_iterator(
     min_frequency: int = 1,
     max_token_length: int | None = None,
     pad_vocab_to_multiple: int | None = None,
+    superword_from: int | None = None,
+    superword_pattern: str | None = None,
+    superword_max_words: int | None = MAX_WORDS,
+    superword_colon_space: bool = False,
 ) -> Tokenizer:
     """Trains on an iterable of strings; each string is a separate text (no pretoken spans two).
+    Superword training (`superword_from`, as in `train`) reads the texts twice: pass a list or
+    another iterable that starts over, not an iterator.
 
     >>> tok = train_from_iterator(["low lower", "newest widest"], 260)
     >>> len(tok.merges)
@@ -286,13 +330,20 @@ def train_from_iterator(
     """
     shaping = Shaping.of(min_frequency, max_token_length, pad_vocab_to_multiple)
     run = plan(vocab_size, special_tokens, pattern, continue_from, shaping)
+    run = with_superword(
+        run, superword_from, superword_pattern, superword_max_words, superword_colon_space
+    )
+    if run.superword is not None and iter(texts) is texts:
+        raise TypeError(
+            "superword training reads the texts twice, but an iterator can be read once: pass "
+            "a list, or an iterable whose iter() starts over"
+        )
 
-    def count(progress: Callable[[int], object], stats: CountStats) -> WordCounts:
-        specials, regex = run.special_tokens, run.pattern
+    def count(pattern: str, progress: Callable[[int], object], stats: CountStats) -> WordCounts:
         return count_texts(
             texts,
-            special_tokens=specials,
-            pattern=regex,
+            special_tokens=run.special_tokens,
+            pattern=pattern,
             num_threads=num_threads,
             progress=progress,
             stats=stats,
@@ -316,22 +367,29 @@ def train_from_dataset(
     min_frequency: int = 1,
     max_token_length: int | None = None,
     pad_vocab_to_multiple: int | None = None,
+    superword_from: int | None = None,
+    superword_pattern: str | None = None,
+    superword_max_words: int | None = MAX_WORDS,
+    superword_colon_space: bool = False,
 ) -> Tokenizer:
     """Trains on the text column of a Hugging Face `datasets.Dataset` or `IterableDataset` (or
     a pyarrow `Table`/`RecordBatchReader`), each row a document, read in Arrow batches.
+    Superword training (`superword_from`, as in `train`) reads the dataset twice.
 
     >>> tok = train_from_dataset(load_dataset("roneneldan/TinyStories"), 10_000)  # doctest: +SKIP
     """
     shaping = Shaping.of(min_frequency, max_token_length, pad_vocab_to_multiple)
     run = plan(vocab_size, special_tokens, pattern, continue_from, shaping)
+    run = with_superword(
+        run, superword_from, superword_pattern, superword_max_words, superword_colon_space
+    )
 
-    def count(progress: Callable[[int], object], stats: CountStats) -> WordCounts:
-        specials, regex = run.special_tokens, run.pattern
+    def count(pattern: str, progress: Callable[[int], object], stats: CountStats) -> WordCounts:
         return count_dataset(
             dataset,
             column=column,
-            special_tokens=specials,
-            pattern=regex,
+            special_tokens=run.special_tokens,
+            pattern=pattern,
             num_threads=num_threads,
             progress=progress,
             stats=stats,
@@ -342,26 +400,30 @@ def train_from_dataset(
 
 
 def _count_and_merge(
-    count: Callable[[Callable[[int], object], CountStats], WordCounts],
+    count: Callable[[str, Callable[[int], object], CountStats], WordCounts],
     run: Plan,
     progress: tuple[bool | None, str],
     num_threads: int | None,
     empty: str,
 ) -> Tokenizer:
-    """The stages on texts held in memory: `count(progress, stats)`, then the merge loop;
-    `progress`: whether to show it, and in what unit."""
+    """The stages on texts held in memory: `count(pattern, progress, stats)`, then the merge
+    loop (or both stages of superword training); `progress`: whether to show it, and in what
+    unit."""
     show = show_progress(progress[0])
     report = TrainReport()
     bar = Bar(show, 0, "reading", progress[1], divisor=1024)
     start = time.perf_counter()
     stats = CountStats()
     try:
-        counts = count(bar.to, stats)
+        counts = count(run.pattern, bar.to, stats)
     finally:
         bar.close()
     report.seconds["pretokenize+count"] = time.perf_counter() - start
     if stats.n_chars == 0 and stats.n_bytes == 0:
         raise ValueError(f"the input is empty ({empty}): there is no text to train on")
+    if run.superword is not None:
+        again = lambda pattern, progress: count(pattern, progress, CountStats())  # noqa: E731
+        return merge_two_stages(counts, again, run, report, show, num_threads)
     return merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
 
 

@@ -3,6 +3,7 @@
 //! or spilled, tails of longer pretokens, and long words by their bytes; what to do on a miss
 //! (BPE, `merge.rs`) and which cache a call uses (`encoder.rs`) are the caller's.
 
+use super::parts::RecentParts;
 use crate::types::{FastMap, TokenId};
 
 /// Pretokens longer than 15 bytes are cached by their bytes up to this length, while their
@@ -116,6 +117,8 @@ pub struct Cache {
     /// The encoding loop's working memory, kept with the cache (one per thread) so that it
     /// is not made again for every call.
     pub batch: Option<Box<Batch>>,
+    /// Parts of long pretokens of superword tokenizers (made at first use).
+    pub parts: RecentParts,
 }
 
 /// A slot: a key (`key_at`; 0: empty) and up to `INLINE` ids, the unused ones `NONE`; or, for
@@ -232,6 +235,7 @@ impl Default for Cache {
             long_bytes: 0,
             limit: ENTRIES,
             batch: None,
+            parts: RecentParts::default(),
         }
     }
 }

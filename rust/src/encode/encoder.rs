@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use super::cache::{self, Cache};
 use super::pair_table::PairTable;
+use super::parts::{Joins, Phases};
 use super::{EncodeError, CHECK_EVERY};
 use crate::pretokenize::{Pretokenizer, Specials};
 use crate::types::{FastMap, Pair, TokenId};
@@ -30,6 +31,10 @@ pub struct Encoder {
     pub(super) byte_ids: [TokenId; 256],
     /// (left, right) → (rank, merged id).
     pub(super) pairs: PairTable,
+    /// Where a long pretoken's BPE may be cut.
+    pub(super) joins: Joins,
+    /// The merges before the first that joins words, for long pretokens (superword tokenizers).
+    pub(super) phases: Option<Phases>,
     /// Bytes of each id (None where an id is unused).
     pub(super) decoder: Vec<Option<Box<[u8]>>>,
     /// Warm caches kept between calls (`encode_iterable` and batched callers make many): a call
@@ -60,7 +65,13 @@ impl Encoder {
         for b in 0..=255u8 {
             byte_ids[b as usize] = *id_of.get(&vec![b]).ok_or(EncodeError::MissingByte(b))?;
         }
+        let made: Vec<Vec<u8>> = merges
+            .iter()
+            .map(|(a, b)| [a.as_slice(), b].concat())
+            .collect();
+        let joins = Joins::new(made.iter().map(Vec::as_slice));
         let pairs = merge_ids(merges, &id_of)?;
+        let phases = Phases::new(&made, &pairs, &byte_ids);
         let texts: Vec<&str> = specials.iter().map(|(t, _)| t.as_str()).collect();
         let all_specials = SpecialSet {
             matcher: Specials::new(&texts)?,
@@ -72,6 +83,8 @@ impl Encoder {
             all_specials,
             byte_ids,
             pairs: PairTable::new(pairs.into_iter(), &byte_ids),
+            joins,
+            phases,
             decoder,
             spare_caches: Mutex::new(Vec::new()),
             pool: Mutex::new(None),

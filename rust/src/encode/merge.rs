@@ -20,18 +20,44 @@ pub fn merge_short(
     word: &[u8],
     out: &mut Vec<TokenId>,
 ) {
+    merge_input(pairs, Input::Bytes(word, byte_ids), out);
+}
+
+/// `merge_short` of tokens (2 to `SHORT` of them) instead of bytes: the second of `Phases`.
+pub fn merge_short_ids(pairs: &PairTable, ids: &[TokenId], out: &mut Vec<TokenId>) {
+    merge_input(pairs, Input::Ids(ids), out);
+}
+
+/// What the plain loop starts from.
+#[derive(Clone, Copy)]
+enum Input<'a> {
+    Bytes(&'a [u8], &'a [TokenId; 256]),
+    Ids(&'a [TokenId]),
+}
+
+impl Input<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Input::Bytes(b, _) => b.len(),
+            Input::Ids(ids) => ids.len(),
+        }
+    }
+}
+
+#[inline(always)]
+fn merge_input(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
     // each round scans all `N` entries for the lowest rank (branch-free), so N follows n; ranks
     // in 16 bits when they fit (the narrow table), eight to a SIMD compare
     let narrow = !pairs.narrow.is_empty();
-    match word.len() {
-        0..=8 if narrow => merge_n::<8, i16>(pairs, byte_ids, word, out),
-        9..=16 if narrow => merge_n::<16, i16>(pairs, byte_ids, word, out),
-        17..=32 if narrow => merge_n::<32, i16>(pairs, byte_ids, word, out),
-        _ if narrow => merge_n::<SHORT, i16>(pairs, byte_ids, word, out),
-        0..=8 => merge_n::<8, u32>(pairs, byte_ids, word, out),
-        9..=16 => merge_n::<16, u32>(pairs, byte_ids, word, out),
-        17..=32 => merge_n::<32, u32>(pairs, byte_ids, word, out),
-        _ => merge_n::<SHORT, u32>(pairs, byte_ids, word, out),
+    match input.len() {
+        0..=8 if narrow => merge_n::<8, i16>(pairs, input, out),
+        9..=16 if narrow => merge_n::<16, i16>(pairs, input, out),
+        17..=32 if narrow => merge_n::<32, i16>(pairs, input, out),
+        _ if narrow => merge_n::<SHORT, i16>(pairs, input, out),
+        0..=8 => merge_n::<8, u32>(pairs, input, out),
+        9..=16 => merge_n::<16, u32>(pairs, input, out),
+        17..=32 => merge_n::<32, u32>(pairs, input, out),
+        _ => merge_n::<SHORT, u32>(pairs, input, out),
     }
 }
 
@@ -140,13 +166,8 @@ impl Rank for i16 {
 /// at the start of a round are all it merges (less those an overlapping merge took). Entries
 /// are looked up again only next to a merge; merged-away tokens stay in place, unlinked.
 #[inline(always)]
-fn merge_n<const N: usize, R: Rank>(
-    pairs: &PairTable,
-    byte_ids: &[TokenId; 256],
-    word: &[u8],
-    out: &mut Vec<TokenId>,
-) {
-    let n = word.len();
+fn merge_n<const N: usize, R: Rank>(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
+    let n = input.len();
     debug_assert!((2..=N).contains(&n) && N <= 64 && N.is_multiple_of(8));
     let mut tok = [0 as TokenId; N];
     let mut merged = [0 as TokenId; N];
@@ -154,8 +175,11 @@ fn merge_n<const N: usize, R: Rank>(
     // next[i]: the next token after i (n at the end); prev[i]: the one before (N at the start)
     let mut next = [0u8; N];
     let mut prev = [0u8; N];
-    for (i, &b) in word.iter().enumerate() {
-        tok[i] = byte_ids[b as usize];
+    for i in 0..n {
+        tok[i] = match input {
+            Input::Bytes(word, byte_ids) => byte_ids[word[i] as usize],
+            Input::Ids(ids) => ids[i],
+        };
         next[i] = (i + 1) as u8;
         prev[i] = i.wrapping_sub(1).min(N) as u8;
     }
@@ -164,12 +188,11 @@ fn merge_n<const N: usize, R: Rank>(
         merged[i] = id;
     };
     for i in 0..n - 1 {
-        set(
-            &mut order,
-            &mut merged,
-            i,
-            R::get_bytes(pairs, word[i], word[i + 1]),
-        );
+        let merge = match input {
+            Input::Bytes(word, _) => R::get_bytes(pairs, word[i], word[i + 1]),
+            Input::Ids(_) => R::get(pairs, tok[i], tok[i + 1]),
+        };
+        set(&mut order, &mut merged, i, merge);
     }
     loop {
         let (rank, mut at) = R::lowest(&order);

@@ -5,6 +5,12 @@
 
 use super::cache::{self, Batch, Cache, AHEAD, BATCH, LONG_WORD, TAIL_MAX};
 use super::merge::{self, SHORT};
+use super::pair_table::PairTable;
+use super::parts::RecentParts;
+
+/// Words longer than this are encoded in two phases when the tokenizer has them (`Phases`):
+/// the plain loop's rounds over a line of 40 bytes cost twice the two phases.
+const PHASED: usize = 16;
 use super::{EncodeError, Encoder, SpecialSet};
 use crate::pretokenize::Piece;
 use crate::types::TokenId;
@@ -109,7 +115,7 @@ impl Encoder {
             return;
         }
         let start = out.len();
-        self.merge_word(word, out);
+        self.merge_word_with(word, Some(&mut cache.parts), out);
         match word.len() {
             0..=crate::types::PACKED_MAX => cache.insert(key, &out[start..]),
             16..=TAIL_MAX => cache.insert_tail(key, word, &out[start..]),
@@ -122,13 +128,52 @@ impl Encoder {
     /// `encode_profile`'s `misses` mode, which times it alone).
     #[inline(never)]
     pub fn merge_word(&self, word: &[u8], out: &mut Vec<TokenId>) {
-        match word {
-            &[byte] => out.push(self.byte_ids[byte as usize]),
+        self.merge_word_with(word, None, out);
+    }
+
+    /// `merge_word`. A superword tokenizer encodes words past `PHASED` bytes in two phases
+    /// (`Phases`), the first's parts looked up in `parts`; other long words are cut where
+    /// they may be (`Joins`).
+    fn merge_word_with(
+        &self,
+        word: &[u8],
+        mut parts: Option<&mut RecentParts>,
+        out: &mut Vec<TokenId>,
+    ) {
+        match (word, &self.phases) {
+            (&[byte], _) => out.push(self.byte_ids[byte as usize]),
+            (_, Some(phases)) if word.len() > PHASED => {
+                let mut first = Vec::with_capacity(word.len());
+                phases.joins.for_each_part(word, |part| {
+                    let bpe =
+                        |part: &[u8], ids: &mut Vec<TokenId>| self.bpe(&phases.first, part, ids);
+                    match parts.as_deref_mut() {
+                        Some(recent) if part.len() > 1 => recent.ids(part, &mut first, bpe),
+                        _ => bpe(part, &mut first),
+                    }
+                });
+                match first.len() {
+                    1 => out.push(first[0]),
+                    2..=SHORT => merge::merge_short_ids(&self.pairs, &first, out),
+                    _ => merge::merge_long(&self.pairs, &first, out),
+                }
+            }
             _ if word.len() <= SHORT => merge::merge_short(&self.pairs, &self.byte_ids, word, out),
+            _ => self
+                .joins
+                .for_each_part(word, |part| self.bpe(&self.pairs, part, out)),
+        }
+    }
+
+    /// BPE of `part` with the merges of `pairs`, appended to `out`.
+    fn bpe(&self, pairs: &PairTable, part: &[u8], out: &mut Vec<TokenId>) {
+        match part {
+            &[byte] => out.push(self.byte_ids[byte as usize]),
+            _ if part.len() <= SHORT => merge::merge_short(pairs, &self.byte_ids, part, out),
             _ => {
                 let tokens: Vec<TokenId> =
-                    word.iter().map(|&b| self.byte_ids[b as usize]).collect();
-                merge::merge_long(&self.pairs, &tokens, out);
+                    part.iter().map(|&b| self.byte_ids[b as usize]).collect();
+                merge::merge_long(pairs, &tokens, out);
             }
         }
     }

@@ -27,13 +27,15 @@ pub(super) fn pretokenize(
     Ok(out)
 }
 
-/// Which pretokenizer runs `pattern`: "gpt2" (the hand-written scanner) or "regex".
+/// Which pretokenizer runs `pattern`: a hand-written scanner's name ("gpt2", ...) or "regex".
 #[pyfunction]
 pub(super) fn pretokenizer_kind(pattern: &str) -> PyResult<&'static str> {
     Ok(match Pretokenizer::new(pattern).map_err(pretokenize_err)? {
         Pretokenizer::Gpt2 => "gpt2",
         Pretokenizer::Cl100k => "cl100k",
         Pretokenizer::O200k => "o200k",
+        Pretokenizer::SuperwordGpt2 => "gpt2-superword",
+        Pretokenizer::SuperwordGpt4 => "gpt4-superword",
         Pretokenizer::Regex(_) => "regex",
     })
 }

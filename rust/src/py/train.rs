@@ -20,11 +20,12 @@ type TrainOutput<'py> = (
 /// Runs `num_merges` merges on `counts`; returns (merges as id pairs, bytes of every id, why
 /// it ended). With `consume`, the table is emptied (its memory is reused) instead of copied.
 /// `start`: merges of an earlier run to continue from (counted in `num_merges`).
-/// `min_frequency`, `max_token_length`: the loop's `Limits`, checked by the caller.
+/// `min_frequency`, `max_token_length`, `superword` (max words, whether ": " may be made): the
+/// loop's `Limits`, checked by the caller.
 #[pyfunction]
 #[pyo3(signature = (
     counts, num_merges, *, num_threads=1, consume=false, progress=None, start=Vec::new(),
-    min_frequency=1, max_token_length=None,
+    min_frequency=1, max_token_length=None, superword=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn train_bpe<'py>(
@@ -37,10 +38,15 @@ pub(super) fn train_bpe<'py>(
     start: Vec<(TokenId, TokenId)>,
     min_frequency: u64,
     max_token_length: Option<usize>,
+    superword: Option<(Option<usize>, bool)>,
 ) -> PyResult<TrainOutput<'py>> {
     let limits = train::Limits {
         min_frequency,
         max_token_length,
+        superword: superword.map(|(max_words, colon_space)| train::Superword {
+            max_words,
+            colon_space,
+        }),
     };
     let table = if consume {
         std::mem::take(&mut *counts.lock())

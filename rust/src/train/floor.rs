@@ -39,6 +39,18 @@ impl Floor {
         }
     }
 
+    /// The floor, the pairs of the first index below it left out: none counted above
+    /// `left_out`.
+    pub(super) fn start_at(&mut self, floor: u64, left_out: u64) {
+        self.floor = floor;
+        self.untracked = self.untracked.max(left_out);
+    }
+
+    /// The floor now: pairs counted fewer times are not tracked.
+    pub(super) fn value(&self) -> u64 {
+        self.floor
+    }
+
     /// Whether a pair counted `count` times is above the floor (see `tracks`).
     pub(super) fn keeps(&self, count: u64) -> bool {
         count >= self.floor
@@ -84,4 +96,17 @@ pub(super) fn guess_floor(history: &[u64], target: usize, recounts: u32) -> Opti
     let power = ((before / now).ln() / 8f64.ln()).clamp(0.0, 4.0);
     let last = now * (m as f64 / target as f64).powf(power);
     Some((last / 4f64.powi(recounts as i32 + 1)) as u64)
+}
+
+/// The floor of the first index when the words go on from earlier merges (a continued run, the
+/// second stage of superword training): the count of the `keep`-th most counted pair (0 if
+/// there are no more). Their words hold millions of pairs, nearly all rare, where words of
+/// bytes hold at most 65,536; listing them all took 21 s and 1 GB on the large corpus.
+pub(super) fn first_floor(counts: &[u64], keep: usize) -> u64 {
+    let mut counted: Vec<u64> = counts.iter().copied().filter(|&c| c > 0).collect();
+    if counted.len() <= keep {
+        return 0;
+    }
+    let (_, &mut kth, _) = counted.select_nth_unstable_by(keep, |a, b| b.cmp(a));
+    kth
 }

@@ -5,14 +5,17 @@
 
 use super::arena::Token;
 use super::deltas::{Delta, Half};
-use super::floor::{Floor, Guess};
+use super::floor::{first_floor, Floor, Guess};
 use super::heap::PairHeap;
 use super::pairs::{PairInfo, Pairs, WordList};
+use super::replay::Replay;
 use super::runs::merge_all;
 use super::words::Words;
+#[cfg(test)]
+use super::Superword;
 use super::{Limits, Stop, TrainError, TrainResult};
 use crate::count::WordCounts;
-use crate::types::{Pair, TokenId};
+use crate::types::{FastMap, Pair, TokenId};
 
 /// Fills `lists` with the words of every tracked new pair of one half (`half` and the other
 /// threads' words of that half, in word order), each list allocated at its size (growing then
@@ -81,7 +84,9 @@ impl State {
         } = self;
         drop((pairs, heap));
         floor.recount(best);
-        let mut state = State::new(words.pairs(pool)?, floor, vocab);
+        let (pairs, left_out) = words.pairs(pool, |_| floor.value())?;
+        floor.start_at(floor.value(), left_out);
+        let mut state = State::new(pairs, floor, vocab);
         state.lists = lists;
         Ok(state)
     }
@@ -240,22 +245,27 @@ pub(super) fn merge_loop<T: Token>(
         stop: Stop::Interrupted,
     };
     // Before the loop: the words laid out (the merges of `start` applied), then their pairs.
-    let mut words = Words::<T>::new(counts, pool)?;
+    let replay = (!start.is_empty()).then(|| Replay::new(start, &vocab));
+    let mut words = Words::<T>::new(counts, pool, replay.as_ref())?;
     crate::mem::give_back_freed_memory(); // the count table's, before the first index is allocated
-    words.apply_merges(start);
     if !progress(start.len()) {
         return Ok(stopped(vocab));
     }
-    let pairs = words.pairs(pool)?;
+    let to_make = num_merges.saturating_sub(start.len());
+    let mut floor = Floor::new(to_make, guess);
+    let mut first = 0;
+    let (pairs, left_out) = words.pairs(pool, |counts| {
+        if !start.is_empty() {
+            first = first_floor(counts, 4 * to_make + 4096);
+        }
+        first
+    })?;
+    floor.start_at(first, left_out);
     crate::mem::give_back_freed_memory();
     if !progress(start.len()) {
         return Ok(stopped(vocab));
     }
-    let mut state = State::new(
-        pairs,
-        Floor::new(num_merges.saturating_sub(start.len()), guess),
-        &vocab,
-    );
+    let mut state = State::new(pairs, floor, &vocab);
     // Only a capacity hint, bounded by the pairs there are now: `num_merges` is not trusted (a
     // huge one would be a huge allocation); the vector grows past the hint if it must.
     let mut merges = Vec::with_capacity(num_merges.min(state.heap.data.len() + start.len() + 1024));
@@ -265,8 +275,13 @@ pub(super) fn merge_loop<T: Token>(
         .map(|_| Delta::default())
         .collect();
 
-    // Whether a pair was left out for its length (it stays out: its token's length is fixed).
-    let mut too_long = false;
+    // Why pairs were left out (they stay out: a token's bytes are fixed, and once made, made).
+    let (mut too_long, mut refused) = (false, false);
+    // The superword rules also refuse a token that exists (the vocabulary holds each once).
+    let mut made: FastMap<Vec<u8>, ()> = match limits.superword {
+        Some(_) => vocab.iter().map(|t| (t.clone(), ())).collect(),
+        None => FastMap::default(),
+    };
     let stop = loop {
         if merges.len() >= num_merges {
             break Stop::Full;
@@ -277,12 +292,12 @@ pub(super) fn merge_loop<T: Token>(
                 state = state.recount(&words, 0, pool, &vocab)?;
                 continue;
             }
-            // A word that held a skipped pair never becomes one token (it is longer than any
-            // token the loop may make): pairs are left, all too long.
-            break if too_long {
-                Stop::MaxTokenLength
-            } else {
-                Stop::NoPair
+            // A word that held a left-out pair never becomes one token: pairs are left, all
+            // refused.
+            break match (too_long, refused) {
+                (true, _) => Stop::MaxTokenLength,
+                (false, true) => Stop::Superword,
+                (false, false) => Stop::NoPair,
             };
         };
         let current = state.pairs.get(&pair).map_or(0, |info| info.count);
@@ -292,18 +307,24 @@ pub(super) fn merge_loop<T: Token>(
             }
             continue;
         }
-        if let Some(max) = limits.max_token_length {
-            if vocab[pair.0 as usize].len() + vocab[pair.1 as usize].len() > max {
-                // Out of the heap for good; its count still moves in the table, but its words
-                // are never visited. A recount puts it back, to be left out again.
-                let info = state
-                    .pairs
-                    .get_mut(&pair)
-                    .expect("bug: a popped pair is not tracked");
-                info.words = WordList::new();
-                too_long = true;
-                continue;
-            }
+        let (a, b) = (&vocab[pair.0 as usize], &vocab[pair.1 as usize]);
+        let long = limits
+            .max_token_length
+            .is_some_and(|max| a.len() + b.len() > max);
+        let refuse = limits.superword.is_some_and(|rules| {
+            rules.refuses(a, b) || made.contains_key(&[a.as_slice(), b].concat())
+        });
+        if long || refuse {
+            // Out of the heap for good; its count still moves in the table, but its words
+            // are never visited. A recount puts it back, to be left out again.
+            let info = state
+                .pairs
+                .get_mut(&pair)
+                .expect("bug: a popped pair is not tracked");
+            info.words = WordList::new();
+            too_long |= long;
+            refused |= refuse;
+            continue;
         }
         if stored < limits.min_frequency && state.floor.untracked < limits.min_frequency {
             // Every pair that may be merged, tracked or not, is below `min_frequency`. (The
@@ -324,6 +345,9 @@ pub(super) fn merge_loop<T: Token>(
             vocab[pair.1 as usize].as_slice(),
         ]
         .concat();
+        if limits.superword.is_some() {
+            made.insert(bytes.clone(), ());
+        }
         vocab.push(bytes);
         merges.push(pair);
         // 3. Merge it in every word it occurs in, then move the counts.
@@ -358,13 +382,16 @@ mod tests {
     use crate::train::floor::guess_floor;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    /// Words of a small alphabet with skewed counts, so that merges make many new pairs.
+    /// Words of a small alphabet with skewed counts, so that merges make many new pairs; spaces
+    /// and colons for the superword rules.
     fn skewed_words() -> Vec<(Vec<u8>, u64)> {
         let mut next = crate::testing::numbers(12345);
         (0..4000)
             .map(|_| {
                 let len = 2 + next(12) as usize;
-                let word = (0..len).map(|_| b"abcdeeefgh"[next(10) as usize]).collect();
+                let word = (0..len)
+                    .map(|_| b"abc: deeefgh"[next(12) as usize])
+                    .collect();
                 (word, 1 + next(50) * next(50))
             })
             .collect()
@@ -421,18 +448,44 @@ mod tests {
     #[test]
     fn limits_give_the_same_merges_whatever_is_tracked() {
         let all = run(Limits::default(), false, |_, _, _| None, 1);
-        let cases = [(3000, None), (1, Some(3)), (300, Some(4))];
-        for (min_frequency, max_token_length) in cases {
+        let rules = |max_words, colon_space| {
+            Some(Superword {
+                max_words,
+                colon_space,
+            })
+        };
+        let cases = [
+            (3000, None, None),
+            (1, Some(3), None),
+            (3000, Some(4), None),
+            (1, None, rules(Some(1), false)),
+            (1, None, rules(None, true)),
+            (10, Some(6), rules(Some(2), false)),
+        ];
+        for (min_frequency, max_token_length, superword) in cases {
             let limits = Limits {
                 min_frequency,
                 max_token_length,
+                superword,
             };
             let exact = run(limits, false, |_, _, _| None, 1);
-            assert!(exact.merges.len() > 10 && exact.merges.len() < 2000);
+            assert!(exact.merges.len() > 10);
+            assert!(exact.merges.len() < 2000 || superword.is_some());
             for (wide, guess, threads) in [(false, few as Guess, 3), (true, guess_floor, 2)] {
                 let other = run(limits, wide, guess, threads);
                 assert_eq!(other.merges, exact.merges, "{limits:?}");
                 assert_eq!(other.stop, exact.stop);
+            }
+            if let Some(rules) = superword {
+                let mut distinct = exact.vocab.clone();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(distinct.len(), exact.vocab.len(), "a token was made twice");
+                assert!(
+                    exact.vocab.iter().all(|t| !rules.refuses(t, b"")),
+                    "{limits:?}"
+                );
+                continue;
             }
             match max_token_length {
                 // min_frequency alone ends the run early, and changes no merge before that.

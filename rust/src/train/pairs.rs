@@ -7,6 +7,7 @@ use std::mem::MaybeUninit;
 use rayon::prelude::*;
 
 use super::arena::{header_at, runs, Token};
+use super::token_pairs::token_pairs;
 use super::words::Words;
 use super::TrainError;
 use crate::types::{FastMap, Pair, TokenId};
@@ -33,19 +34,89 @@ impl<T: Token> Words<T> {
     /// grow past these later: each
     /// occurrence of a pair of tokens (x, y) sits on an occurrence of the byte pair (last of
     /// x, first of y), so when these fit in a u64 every later count does too.
-    pub fn pairs(&self, pool: &rayon::ThreadPool) -> Result<Pairs, TrainError> {
+    ///
+    /// Only pairs counted `floor(counts)` times or more are listed (`counts`: every pair's);
+    /// the largest count of the others is returned beside them. Words that go on from earlier
+    /// merges (lines of superword training) hold millions of distinct pairs, nearly all rare.
+    pub fn pairs(
+        &self,
+        pool: &rayon::ThreadPool,
+        floor: impl FnOnce(&[u64]) -> u64,
+    ) -> Result<(Pairs, u64), TrainError> {
+        if self.replayed {
+            return token_pairs(self, pool, floor);
+        }
         let word_runs: Vec<&[u32]> = runs(&self.refs, pool.current_num_threads()).collect();
         let (slots, counts, sizes) = count_pairs(&self.arena, &word_runs, pool)?;
-        let lists = list_words(&self.arena, &word_runs, &slots, sizes, pool)?;
+        let floor = floor(&counts);
+        let kept = Kept::new(&slots, &counts, floor);
+        let left_out = counts
+            .iter()
+            .filter(|&&c| c < floor)
+            .max()
+            .copied()
+            .unwrap_or(0);
+        let lists = list_words(&self.arena, &word_runs, &kept, sizes, pool)?;
         let mut all = Pairs::default();
-        all.reserve(counts.iter().filter(|&&c| c > 0).count());
-        for (g, (count, list)) in counts.into_iter().zip(lists).enumerate() {
+        all.reserve(kept.slots.len());
+        for (&g, list) in kept.slots.iter().zip(lists) {
             if !list.is_empty() {
                 let words = WordList::from_vec(list);
-                all.insert(slots.pair(g), PairInfo { count, words });
+                all.insert(
+                    slots.pair(g),
+                    PairInfo {
+                        count: counts[g],
+                        words,
+                    },
+                );
             }
         }
-        Ok(all)
+        Ok((all, left_out))
+    }
+}
+
+/// The slots listed by the second pass, numbered from 0: byte pairs by a table, the others by a
+/// map of their own (small, unlike all slots' map, so that looking up each occurrence is fast).
+struct Kept {
+    /// The slot of each kept number.
+    slots: Vec<usize>,
+    byte_index: Vec<u32>,
+    other: FastMap<Pair, u32>,
+}
+
+impl Kept {
+    fn new(slots: &Slots, counts: &[u64], floor: u64) -> Self {
+        let mut kept = Kept {
+            slots: Vec::new(),
+            byte_index: vec![u32::MAX; BYTE_PAIRS],
+            other: FastMap::default(),
+        };
+        for (g, &count) in counts.iter().enumerate() {
+            if count > 0 && count >= floor {
+                let k = kept.slots.len() as u32;
+                kept.slots.push(g);
+                match g.checked_sub(BYTE_PAIRS) {
+                    None => kept.byte_index[g] = k,
+                    Some(_) => {
+                        kept.other.insert(slots.pair(g), k);
+                    }
+                }
+            }
+        }
+        kept
+    }
+
+    /// The number of a pair, if kept.
+    #[inline(always)]
+    fn of(&self, p: Pair) -> Option<usize> {
+        if p.0 < 256 && p.1 < 256 {
+            let k = self.byte_index[byte_slot(p)];
+            (k != u32::MAX).then_some(k as usize)
+        } else if self.other.is_empty() {
+            None
+        } else {
+            self.other.get(&p).map(|&k| k as usize)
+        }
     }
 }
 
@@ -96,23 +167,27 @@ fn count_pairs<T: Token>(
     Ok((slots, counts, sizes))
 }
 
-/// The second pass of `Words::pairs`: the words of every slot's pair, in word order, each list
-/// written by the runs at the sizes of the first pass (`sizes`, by run).
+/// The second pass of `Words::pairs`: the words of every kept pair, in word order, each list
+/// written by the runs at the sizes of the first pass (`sizes`, by run and slot).
 fn list_words<T: Token>(
     arena: &[T],
     word_runs: &[&[u32]],
-    slots: &Slots,
+    kept: &Kept,
     sizes: Vec<Vec<u32>>,
     pool: &rayon::ThreadPool,
 ) -> Result<Vec<Vec<u32>>, TrainError> {
-    let n_slots = BYTE_PAIRS + slots.pairs.len();
+    let n_kept = kept.slots.len();
+    let sizes: Vec<Vec<u32>> = sizes
+        .into_iter()
+        .map(|s| kept.slots.iter().map(|&g| s[g]).collect())
+        .collect();
     // 2. Every list at its size, cut into one part per run, filled by the runs. The lists
     // are left unwritten until then: zeroing them first took 0.05 s on one thread (large
     // corpus, 10K), first touches of their 130 MB, which the runs now make in parallel.
-    let lens: Vec<usize> = (0..n_slots)
-        .map(|g| sizes.iter().map(|s| s[g] as usize).sum())
+    let lens: Vec<usize> = (0..n_kept)
+        .map(|k| sizes.iter().map(|s| s[k] as usize).sum())
         .collect();
-    let mut lists: Vec<Vec<u32>> = Vec::with_capacity(n_slots);
+    let mut lists: Vec<Vec<u32>> = Vec::with_capacity(n_kept);
     for &len in &lens {
         let mut list = Vec::new();
         list.try_reserve_exact(len)
@@ -126,17 +201,17 @@ fn list_words<T: Token>(
             .par_iter()
             .zip(parts.par_iter_mut())
             .for_each(|(ws, parts)| {
-                let mut last = vec![u32::MAX; n_slots];
+                let mut last = vec![u32::MAX; n_kept];
                 for_each_pair(arena, ws, |p, _, w| {
-                    let g = slots.find(p);
-                    if last[g] != w {
-                        last[g] = w;
-                        let part = std::mem::take(&mut parts[g]);
+                    let Some(k) = kept.of(p) else { return };
+                    if last[k] != w {
+                        last[k] = w;
+                        let part = std::mem::take(&mut parts[k]);
                         let (first, rest) = part
                             .split_first_mut()
                             .expect("bug: a list has more words than its first pass counted");
                         first.write(w);
-                        parts[g] = rest;
+                        parts[k] = rest;
                     }
                 });
             })
@@ -178,7 +253,7 @@ fn run_parts<'a>(
 
 /// Calls `f(pair, count, word)` for every pair occurrence of the words `ws`.
 #[inline(always)]
-fn for_each_pair<T: Token>(arena: &[T], ws: &[u32], mut f: impl FnMut(Pair, u64, u32)) {
+pub(super) fn for_each_pair<T: Token>(arena: &[T], ws: &[u32], mut f: impl FnMut(Pair, u64, u32)) {
     for &w in ws {
         let o = w as usize * T::UNIT;
         let (len, _, n) = header_at(arena, o);

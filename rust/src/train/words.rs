@@ -4,16 +4,18 @@
 
 use rayon::prelude::*;
 
-use super::arena::{end_at, regions, set_len, units, word_at, Token};
-use super::deltas::merge_word;
+use super::arena::{end_at, regions, units, Token};
+use super::replay::{Replay, Scratch};
 use super::TrainError;
 use crate::count::{drop_on, LongWords, ShortMap, WordCounts};
-use crate::types::{FastMap, Pair, TokenId};
+use crate::types::TokenId;
 
 /// The words in one arena, and where each starts (in units).
 pub(super) struct Words<T> {
     pub arena: Vec<T>,
     pub refs: Vec<u32>,
+    /// Whether merges were applied to the words (they hold tokens, not only bytes).
+    pub replayed: bool,
 }
 
 impl<T: Token> Words<T> {
@@ -24,82 +26,135 @@ impl<T: Token> Words<T> {
     /// large corpus than with words in hash order, and as fast as with the words fully sorted
     /// (which took a copy of the keys and a sort, about half the layout's time). Words of fewer
     /// than 2 bytes hold no pair, now or later, and words counted 0 times weigh nothing (as in the
-    /// reference trainer, tests/reference.py): both are left out.
-    pub fn new(counts: WordCounts, pool: &rayon::ThreadPool) -> Result<Self, TrainError> {
+    /// reference trainer, tests/reference.py): both are left out. With `replay` (the merges of
+    /// an earlier run), each word is laid out as their BPE, made while sizing the groups: lines
+    /// of superword training take a quarter of their bytes in tokens, and the tables are freed
+    /// before the arena is made.
+    pub fn new(
+        counts: WordCounts,
+        pool: &rayon::ThreadPool,
+        replay: Option<&Replay>,
+    ) -> Result<Self, TrainError> {
         let (short, long) = counts.into_maps();
         // Each task takes a run of partitions, short and long words alike.
         let per_task = short.len().div_ceil(pool.current_num_threads()).max(1);
         let tasks: Vec<_> = short.chunks(per_task).zip(long.chunks(per_task)).collect();
         let n_tasks = tasks.len();
-        // 1. The units of each task's words, by group.
-        let mut sizes: Vec<Vec<usize>> = pool.install(|| {
+        // 1. The units of each task's words, by group (and with `replay` their tokens).
+        let (mut sizes, replayed): (Vec<Vec<usize>>, Vec<Replayed<T>>) = pool.install(|| {
             tasks
                 .par_iter()
                 .map(|&(short, long)| {
                     let mut size = vec![0usize; GROUPS];
-                    for_each_word(short, long, |w, _| size[group_of(w)] += units::<T>(w.len()));
-                    size
-                })
-                .collect()
-        });
-        let starts = group_starts(&mut sizes);
-        let at = starts[GROUPS];
-        // Word references are u32s of units.
-        if at as u64 > 1 << 32 {
-            return Err(TrainError::TooManyWords);
-        }
-        let mut arena = zeroed(at * T::UNIT)?;
-        // 2. Every part as a slice of its own, written by its task.
-        let mut parts = parts_of(&mut arena, &sizes, &starts, n_tasks);
-        drop(sizes);
-        pool.install(|| {
-            tasks
-                .par_iter()
-                .zip(parts.par_iter_mut())
-                .for_each(|(&(short, long), parts)| {
+                    let mut out = Replayed::default();
+                    let mut cache = replay.map(|_| Scratch::default());
                     for_each_word(short, long, |w, n| {
-                        let g = group_of(w);
-                        let part = std::mem::take(&mut parts[g]);
-                        let (word, rest) = part.split_at_mut(units::<T>(w.len()) * T::UNIT);
-                        write_word(word, w, n);
-                        parts[g] = rest;
-                    })
+                        let len = match (replay, &mut cache) {
+                            (Some(replay), Some(cache)) => {
+                                let before = out.tokens.len();
+                                replay.word(w, cache, &mut out.tokens);
+                                let len = out.tokens.len() - before;
+                                out.words.push((group_of(w) as u32, len as u32, n));
+                                len
+                            }
+                            _ => w.len(),
+                        };
+                        size[group_of(w)] += units::<T>(len);
+                    });
+                    (size, out)
                 })
+                .unzip()
         });
-        drop((parts, tasks));
+        if replay.is_some() {
+            drop(tasks);
+            drop_on(short, pool);
+            drop_on(long, pool);
+            crate::mem::give_back_freed_memory();
+            let (arena, refs) = lay_out(&mut sizes, n_tasks, pool, |k, parts| {
+                let r = &replayed[k];
+                let mut tokens = &r.tokens[..];
+                for &(g, len, n) in &r.words {
+                    let (word, rest) = tokens.split_at(len as usize);
+                    tokens = rest;
+                    let part = std::mem::take(&mut parts[g as usize]);
+                    let (slot, rest) = part.split_at_mut(units::<T>(word.len()) * T::UNIT);
+                    write_header(slot, word.len(), n);
+                    slot[T::UNIT..][..word.len()].copy_from_slice(word);
+                    parts[g as usize] = rest;
+                }
+            })?;
+            return Ok(Words {
+                arena,
+                refs,
+                replayed: true,
+            });
+        }
+        let (arena, refs) = lay_out(&mut sizes, n_tasks, pool, |k, parts| {
+            let (short, long) = tasks[k];
+            for_each_word(short, long, |w, n| {
+                let g = group_of(w);
+                let part = std::mem::take(&mut parts[g]);
+                let (slot, rest) = part.split_at_mut(units::<T>(w.len()) * T::UNIT);
+                write_header(slot, w.len(), n);
+                for (t, &b) in slot[T::UNIT..].iter_mut().zip(w) {
+                    *t = T::of(b as TokenId);
+                }
+                parts[g] = rest;
+            })
+        })?;
+        drop(tasks);
         drop_on(short, pool);
         drop_on(long, pool);
-        let refs = refs_of(&arena, &starts, pool)?;
-        Ok(Words { arena, refs })
+        Ok(Words {
+            arena,
+            refs,
+            replayed: false,
+        })
     }
+}
 
-    /// Applies `merges` (merge i makes token 256 + i) to every word, as training made them:
-    /// merging the adjacent pair of lowest rank until none is left equals applying the merges
-    /// one by one in order, since no merge joins a token made after it. One pass per word,
-    /// so continuing from N merges costs about one encoding of the distinct words, not N passes.
-    pub fn apply_merges(&mut self, merges: &[Pair]) {
-        if merges.is_empty() {
-            return;
-        }
-        let mut rank: FastMap<Pair, TokenId> = FastMap::default();
-        for (i, &pair) in merges.iter().enumerate() {
-            rank.entry(pair).or_insert(i as TokenId);
-        }
-        for &w in &self.refs {
-            let o = w as usize * T::UNIT;
-            let (mut len, _, t) = word_at(&mut self.arena, o);
-            loop {
-                let best = t[..len]
-                    .windows(2)
-                    .map(|p| (p[0].id(), p[1].id()))
-                    .filter_map(|p| rank.get(&p).map(|&r| (r, p)))
-                    .min();
-                let Some((r, pair)) = best else { break };
-                len = merge_word(t, len, pair, 256 + r, |_| {});
-            }
-            set_len(&mut self.arena, o, len);
+/// A task's words as the BPE of an earlier run's merges: their tokens one after another, and
+/// each word's group, length and count.
+struct Replayed<T> {
+    tokens: Vec<T>,
+    words: Vec<(u32, u32, u64)>,
+}
+
+impl<T> Default for Replayed<T> {
+    fn default() -> Self {
+        Replayed {
+            tokens: Vec::new(),
+            words: Vec::new(),
         }
     }
+}
+
+/// The arena of the groups' `sizes` (units, by task), each task's part of every group written
+/// by `write(task, parts)` on the pool, and the words' references.
+fn lay_out<T: Token>(
+    sizes: &mut [Vec<usize>],
+    n_tasks: usize,
+    pool: &rayon::ThreadPool,
+    write: impl Fn(usize, &mut Vec<&mut [T]>) + Sync,
+) -> Result<(Vec<T>, Vec<u32>), TrainError> {
+    let starts = group_starts(sizes);
+    let at = starts[GROUPS];
+    // Word references are u32s of units.
+    if at as u64 > 1 << 32 {
+        return Err(TrainError::TooManyWords);
+    }
+    let mut arena = zeroed(at * T::UNIT)?;
+    // 2. Every part as a slice of its own, written by its task.
+    let mut parts = parts_of(&mut arena, sizes, &starts, n_tasks);
+    pool.install(|| {
+        parts
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(k, parts)| write(k, parts))
+    });
+    drop(parts);
+    let refs = refs_of(&arena, &starts, pool)?;
+    Ok((arena, refs))
 }
 
 /// Where each group of words starts in the arena (in units), and the end of the last.
@@ -223,17 +278,14 @@ fn for_each_word(short: &[ShortMap], long: &[LongWords], mut f: impl FnMut(&[u8]
     }
 }
 
-/// Writes the word `w`, counted `n` times, into `slot` (its units): header, then tokens.
-fn write_word<T: Token>(slot: &mut [T], w: &[u8], n: u64) {
-    let len = w.len() as u32;
+/// Writes the header of a word of `len` tokens counted `n` times at the start of `slot`.
+fn write_header<T: Token>(slot: &mut [T], len: usize, n: u64) {
+    let len = len as u32;
     for (k, v) in [len, len, n as u32, (n >> 32) as u32]
         .into_iter()
         .enumerate()
     {
         T::set_field(slot, k, v);
-    }
-    for (t, &b) in slot[T::UNIT..].iter_mut().zip(w) {
-        *t = T::of(b as TokenId);
     }
 }
 

@@ -25,6 +25,8 @@ from .options import (
     shaping_kwargs,
     shaping_options,
     special_option,
+    superword_kwargs,
+    superword_options,
 )
 from .shards import add_count_parser, count_command, train_on_counts
 from .special_tokens import (
@@ -119,6 +121,7 @@ def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     formats_option(train)
     shaping_options(train)
+    superword_options(train)
     common_options(train)
     role_options(train)
 
@@ -230,10 +233,19 @@ def _run_training(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
         raise ValueError("give either text files or --from-counts, not both")
     if args.from_counts is None and not args.inputs:
         raise ValueError("no input files given (or train on counts: --from-counts 'counts/*.bpc')")
+    if args.superword_from is not None:
+        others = [(args.ray, "--ray"), (args.save_at or None, "--save-at")]
+        for given, name in [(args.from_counts, "--from-counts"), *others]:
+            if given is not None:
+                raise ValueError(
+                    f"--superword-from does not run with {name}: its second stage counts the "
+                    f"text files again, on one machine, for one vocabulary size"
+                )
     if args.from_counts is not None:
         return train_on_counts(args)
     if args.shards is not None and args.ray is None:
         raise ValueError("--shards splits the counting over a Ray cluster: it needs --ray")
+
     common = {
         "pattern": args.pattern,
         "errors": args.errors,
@@ -256,7 +268,12 @@ def _run_training(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
             **common,
         )
     return train_with_report(
-        args.inputs, args.vocab_size, args.special_tokens, num_threads=args.threads, **common
+        args.inputs,
+        args.vocab_size,
+        args.special_tokens,
+        num_threads=args.threads,
+        **common,
+        **superword_kwargs(args),
     )
 
 

@@ -134,6 +134,55 @@ def shaping_kwargs(args: argparse.Namespace) -> ShapingKwargs:
     }
 
 
+def superword_options(parser: argparse.ArgumentParser) -> None:
+    """`train`'s superword training (SuperBPE, docs/spec.md §1.9); `superword_kwargs` passes
+    them on."""
+    parser.add_argument(
+        "--superword-from",
+        type=int,
+        default=None,
+        metavar="T",
+        help="learn the merges after the first T on lines instead of words, so that tokens may "
+        "span words (SuperBPE; e.g. 80%% of the merges)",
+    )
+    parser.add_argument(
+        "--superword-pattern",
+        default=None,
+        metavar="REGEX",
+        help="the pattern of the merges after T, and of the tokenizer: a preset "
+        "(gpt2-superword, gpt4-superword) or a regex (default: the preset after --pattern)",
+    )
+    parser.add_argument(
+        "--superword-max-words",
+        type=int,
+        default=4,
+        metavar="N",
+        help="never make a token of more than N words (runs of non-spaces; 0: no limit; default 4)",
+    )
+    parser.add_argument(
+        "--superword-colon-space",
+        action="store_true",
+        help="let tokens hold ': ' (refused by default, as in SuperBPE)",
+    )
+
+
+class SuperwordKwargs(TypedDict):
+    superword_from: int | None
+    superword_pattern: str | None
+    superword_max_words: int | None
+    superword_colon_space: bool
+
+
+def superword_kwargs(args: argparse.Namespace) -> SuperwordKwargs:
+    """The keyword arguments of the training functions for `superword_options`."""
+    return {
+        "superword_from": args.superword_from,
+        "superword_pattern": args.superword_pattern,
+        "superword_max_words": args.superword_max_words or None,
+        "superword_colon_space": args.superword_colon_space,
+    }
+
+
 def formats_option(parser: argparse.ArgumentParser) -> None:
     """Which formats a command that writes a tokenizer writes."""
     parser.add_argument(

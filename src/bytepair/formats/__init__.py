@@ -43,13 +43,15 @@ _BY_NAME = {f.NAME: f for f in FORMATS}
 def write(
     data: ModelData, directory: str | os.PathLike[str], *, formats: Iterable[str] | None = None
 ) -> list[Path]:
-    """Writes `data` into `directory` in every format (or those named: "bytepair", "hf",
-    "gpt2", "tiktoken"); every file is rendered before any is written, so a format that
-    cannot hold the model leaves the folder as it was. Returns the paths written.
+    """Writes `data` into `directory` in every format that can hold it (or those named:
+    "bytepair", "hf", "gpt2", "tiktoken"); every file is rendered before any is written, so a
+    format that cannot hold the model leaves the folder as it was. Returns the paths written.
 
     >>> write(data, "tok/", formats=["hf"])  # doctest: +SKIP
     """
     chosen = check_formats(formats)
+    if formats is None and tiktoken.joins_words(data):
+        chosen.remove(tiktoken)  # it refuses superword tokenizers; the others hold them
     out = Path(directory)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"output path exists and is not a directory: {out}")

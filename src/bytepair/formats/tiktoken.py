@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 from ..patterns import PRESETS
+from ..superword import spans_words
 from ._common import ModelData, check_id, read_json, read_text, utf8
 
 NAME = "tiktoken"
@@ -31,8 +32,24 @@ def sidecar_of(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
+def joins_words(data: ModelData) -> bool:
+    """Whether a merge makes a token with a space after a byte other than whitespace, as the
+    second stage of superword training does (docs/spec.md §1.9). tiktoken merges the pair whose
+    joined bytes rank lowest, where bytepair merges the pair of lowest merge rank; the two agree
+    when tokens have one way to be made, and superword tokens have several (`" of" + " the"`,
+    `" of " + "the"`), so such a tokenizer is not written as `.tiktoken`."""
+    return any(spans_words(a + b) for a, b in data.merges)
+
+
 def render(data: ModelData, name: str = FILE) -> dict[str, str]:
-    """File name → content; refuses ids out of merge order (tiktoken would merge otherwise)."""
+    """File name → content; refuses ids out of merge order (tiktoken would merge otherwise), and
+    superword tokenizers (`joins_words`)."""
+    if joins_words(data):
+        raise ValueError(
+            "cannot save to .tiktoken: the tokenizer's tokens span words (superword training), "
+            "and tiktoken, which merges the pair whose joined bytes rank lowest, could encode "
+            "them differently; leave this format out. Nothing was written."
+        )
     plain = data.plain_tokens()
     id_of = {b: i for i, b in plain.items()}
     if len(id_of) != len(plain):

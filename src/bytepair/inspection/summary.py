@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..decoding import visible
+from ..superword import spans_words
 from .figures import Inspection
 
 #: Token lengths from 1 to this are counted one by one, longer ones together.
@@ -76,6 +77,9 @@ def kinds(ins: Inspection) -> dict[str, int]:
 def _vocabulary(ins: Inspection) -> Table:
     counts = kinds(ins)
     rows = [[kind, _n(n), _share(n, ins.tok.n_vocab)] for kind, n in counts.items()]
+    superwords = sum(spans_words(a + b) for a, b in ins.tok.merges)
+    if superwords:  # a superword tokenizer (docs/spec.md §1.9)
+        rows.insert(2, ["  spanning words", _n(superwords), _share(superwords, ins.tok.n_vocab)])
     rows.append(["total", _n(ins.tok.n_vocab), "100.0%"])
     return Table(f"Vocabulary of {ins.name}", ["kind", "tokens", "share"], rows, "lrr")
 
