@@ -224,7 +224,7 @@ def test_superword_training_matches_oracle(tmp_path: Path, setup: dict[str, Any]
 
 
 @pytest.mark.slow
-@settings(max_examples=8 * MAX_EXAMPLES, **DIFF_SETTINGS)
+@settings(max_examples=2 * MAX_EXAMPLES, **DIFF_SETTINGS)
 @given(setup=setups())
 def test_superword_training_matches_oracle_many(tmp_path: Path, setup: dict[str, Any]) -> None:
     _check_against_oracle(setup, tmp_path)

@@ -15,14 +15,14 @@ use super::words::Words;
 use super::TrainError;
 use crate::types::{mix, FastMap, Pair, TokenId};
 
-/// Partitions by the top bits of a pair's hash, and rounds over the words, each writing the
-/// occurrences of `PARTS / ROUNDS` partitions (8 bytes each; 160 MB on the large corpus, in
-/// buffers kept from round to round).
+/// Partitions by the top bits of a pair's hash. The words are read in as many rounds as keep
+/// each round's occurrences (8 bytes each, in buffers kept from round to round) within
+/// `ROUND_BYTES`: one round per 64 M occurrences (two on the large corpus at 32K).
 const PARTS: usize = 256;
-const ROUNDS: usize = 4;
+const ROUND_BYTES: usize = 512 << 20;
 
-/// One run's occurrences of a partition: pairs of ids below 2^16 with counts below 2^32 packed
-/// in a u64 (nearly all), the others as (pair, count).
+/// One run's occurrences of a partition: pairs of ids below 2^24 with counts below 2^16 packed
+/// in a u64 (nearly all: lines repeat little), the others as (pair, count).
 #[derive(Clone, Default)]
 struct Written {
     packed: Vec<u64>,
@@ -38,10 +38,15 @@ pub(super) fn token_pairs<T: Token>(
 ) -> Result<(Pairs, u64), TrainError> {
     let word_runs: Vec<&[u32]> = runs(&words.refs, 8 * pool.current_num_threads()).collect();
     let arena = &words.arena[..];
-    let per_round = PARTS / ROUNDS;
+    // The tokens of the words bound their pairs' occurrences.
+    let rounds = (arena.len() * 8)
+        .div_ceil(ROUND_BYTES)
+        .next_power_of_two()
+        .min(PARTS);
+    let per_round = PARTS / rounds;
     let mut counted: Vec<(Pair, u64)> = Vec::new();
     let mut written: Vec<Vec<Written>> = vec![vec![Written::default(); per_round]; word_runs.len()];
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         // 1. Each run's occurrences of this round's partitions.
         pool.install(|| {
             word_runs
@@ -59,9 +64,9 @@ pub(super) fn token_pairs<T: Token>(
                             return;
                         }
                         let part = &mut parts[k % per_round];
-                        if (p.0 | p.1) >> 16 == 0 && n >> 32 == 0 {
+                        if (p.0 | p.1) >> 24 == 0 && n >> 16 == 0 {
                             part.packed
-                                .push((p.0 as u64) << 48 | (p.1 as u64) << 32 | n);
+                                .push((p.0 as u64) << 40 | (p.1 as u64) << 16 | n);
                         } else {
                             part.wide.push((key, n));
                         }
@@ -81,7 +86,7 @@ pub(super) fn token_pairs<T: Token>(
                     };
                     for run in &written {
                         for &e in &run[k].packed {
-                            add((e >> 48) << 32 | (e >> 32 & 0xffff), e & 0xffff_ffff)?;
+                            add((e >> 40) << 32 | (e >> 16 & 0xff_ffff), e & 0xffff)?;
                         }
                         for &(key, n) in &run[k].wide {
                             add(key, n)?;
