@@ -359,3 +359,39 @@ def test_superword_needs_texts_it_can_read_twice() -> None:
     # Without superword training an iterator is fine; a tuple is read twice.
     assert train_from_iterator((t for t in TEXTS), 270).merges
     assert train_from_iterator(tuple(TEXTS), 270, superword_from=5).merges
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def test_cli_trains_superwords_and_writes_every_format_but_tiktoken(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bytepair.cli import main as cli_main
+
+    corpus = tmp_path / "corpus.txt"
+    words = ["the", "cat", "sat", "on", "a", "mat", "hat", "of", "and", "dog"]
+    lines = [" ".join(words[(i * k) % 10] for k in range(1, 6)) + ".\n" for i in range(40)]
+    corpus.write_text("".join(lines) * 3, encoding="utf-8")
+    out = tmp_path / "tok"
+    args = ["train", str(corpus), "--vocab-size", "290", "--superword-from", "20"]
+    assert cli_main([*args, "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "superwords from merge 20" in captured.out + captured.err
+    assert not (out / "tokenizer.tiktoken").exists() and (out / "tokenizer.json").exists()
+    tok = bytepair.load(out)
+    assert tok.pattern == GPT2_SUPERWORD_PATTERN
+    assert any(b" " in a + b and (a + b).strip(b" ").count(b" ") for a, b in tok.merges)
+    expected = train(corpus, 290, progress=False, superword_from=20)
+    assert (tok.merges, tok.vocab) == (expected.merges, expected.vocab)
+    # A format that cannot hold it, and options the second stage cannot run with: one line.
+    refused = [
+        ["--formats", "tiktoken"],
+        ["--save-at", "280"],
+        ["--ray", "auto"],
+    ]
+    for extra in refused:
+        assert cli_main([*args, "--quiet", *extra, "-o", str(tmp_path / "no")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bytepair: error:") and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "no").exists()
