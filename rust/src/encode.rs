@@ -26,7 +26,7 @@ pub use encoder::{Encoder, SpecialSet};
 pub use flat::{fill, first_wide, first_wide_in, text_offsets};
 pub use pieces::block_text;
 // Training replays earlier merges on its words with the encoder's BPE (`train/words.rs`).
-pub(crate) use merge::{merge_long, merge_short, SHORT};
+pub(crate) use merge::merge_bytes;
 pub(crate) use pair_table::PairTable;
 pub(crate) use parts::{Joins, RecentParts};
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from . import _core
 from ._checks import check_num_threads
 from ._progress import Bar
+from .count import CountStats
 from .patterns import (
     CL100K_PATTERN,
     GPT2_PATTERN,
@@ -134,15 +135,15 @@ def _count(name: str, value: object, least: int) -> None:
 
 def merge_two_stages(
     counts: WordCounts,
-    count_again: Callable[[str, Callable[[int], object]], WordCounts],
+    count: Callable[[str, Callable[[int], object], CountStats], WordCounts],
     run: Plan,
     report: TrainReport,
     show: bool,
     num_threads: int | None,
 ) -> Tokenizer:
     """The merge stage of a run with `run.superword`: the first `start` merges on `counts`
-    (the first pattern's words, emptied), then `count_again(pattern, progress)` with the second
-    pattern, and the merge loop from those merges on to `run.num_merges` with the second
+    (the first pattern's words, emptied), then `count(pattern, progress, stats)` again with the
+    second pattern, and the merge loop from those merges on to `run.num_merges` with the second
     stage's rules. The first stage ends early only when no pair is left (or the shaping options
     end it); the second then starts from the merges made."""
     from .train import merge_stage
@@ -173,7 +174,7 @@ def merge_two_stages(
     bar = Bar(show, 0, "reading (superwords)", divisor=1024)
     began = time.perf_counter()
     try:
-        again = count_again(superword.pattern, bar.to)
+        again = count(superword.pattern, bar.to, CountStats())
     finally:
         bar.close()
     report.seconds["count (superwords)"] = time.perf_counter() - began

@@ -222,8 +222,7 @@ def train_with_report(
     report.chunk_size = chunk_size
     after_counting(report, stats, files)
     if run.superword is not None:
-        again = lambda pattern, progress: count(pattern, progress, CountStats())  # noqa: E731
-        tok = merge_two_stages(counts, again, run, report, show, num_threads)
+        tok = merge_two_stages(counts, count, run, report, show, num_threads)
     else:
         tok = merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
     return tok, report
@@ -422,8 +421,7 @@ def _count_and_merge(
     if stats.n_chars == 0 and stats.n_bytes == 0:
         raise ValueError(f"the input is empty ({empty}): there is no text to train on")
     if run.superword is not None:
-        again = lambda pattern, progress: count(pattern, progress, CountStats())  # noqa: E731
-        return merge_two_stages(counts, again, run, report, show, num_threads)
+        return merge_two_stages(counts, count, run, report, show, num_threads)
     return merge_stage(counts, run, report, show, consume=True, num_threads=num_threads)
 
 

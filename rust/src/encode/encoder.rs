@@ -65,13 +65,9 @@ impl Encoder {
         for b in 0..=255u8 {
             byte_ids[b as usize] = *id_of.get(&vec![b]).ok_or(EncodeError::MissingByte(b))?;
         }
-        let made: Vec<Vec<u8>> = merges
-            .iter()
-            .map(|(a, b)| [a.as_slice(), b].concat())
-            .collect();
-        let joins = Joins::new(made.iter().map(Vec::as_slice));
-        let pairs = merge_ids(merges, &id_of)?;
-        let phases = Phases::new(&made, &pairs, &byte_ids);
+        let pairs = merge_ids(&merges, &id_of)?;
+        let joins = Joins::new(merges.iter().map(|(a, b)| (a.as_slice(), b.as_slice())));
+        let phases = Phases::new(&merges, &pairs, &byte_ids);
         let texts: Vec<&str> = specials.iter().map(|(t, _)| t.as_str()).collect();
         let all_specials = SpecialSet {
             matcher: Specials::new(&texts)?,
@@ -358,11 +354,11 @@ fn tables_of(
 
 /// The merges (as byte pairs, in rank order) as ((left id, right id), merged id).
 fn merge_ids(
-    merges: Vec<(Vec<u8>, Vec<u8>)>,
+    merges: &[(Vec<u8>, Vec<u8>)],
     id_of: &FastMap<Vec<u8>, TokenId>,
 ) -> Result<Vec<(Pair, TokenId)>, EncodeError> {
     let mut pairs = Vec::with_capacity(merges.len());
-    for (rank, (left, right)) in merges.into_iter().enumerate() {
+    for (rank, (left, right)) in merges.iter().enumerate() {
         let joined = [left.as_slice(), right.as_slice()].concat();
         let find = |bytes: &Vec<u8>| {
             id_of
@@ -375,7 +371,7 @@ fn merge_ids(
                     missing: bytes.clone(),
                 })
         };
-        pairs.push(((find(&left)?, find(&right)?), find(&joined)?));
+        pairs.push(((find(left)?, find(right)?), find(&joined)?));
     }
     Ok(pairs)
 }

@@ -23,6 +23,24 @@ pub fn merge_short(
     merge_input(pairs, Input::Bytes(word, byte_ids), out);
 }
 
+/// BPE of the bytes `word` (1 or more, as ids `byte_ids`), appended to `out`: a byte is its id,
+/// short words take the plain loop (`merge_short`), longer ones the heap (`merge_long`).
+pub fn merge_bytes(
+    pairs: &PairTable,
+    byte_ids: &[TokenId; 256],
+    word: &[u8],
+    out: &mut Vec<TokenId>,
+) {
+    match word {
+        &[byte] => out.push(byte_ids[byte as usize]),
+        _ if word.len() <= SHORT => merge_short(pairs, byte_ids, word, out),
+        _ => {
+            let tokens: Vec<TokenId> = word.iter().map(|&b| byte_ids[b as usize]).collect();
+            merge_long(pairs, &tokens, out);
+        }
+    }
+}
+
 /// `merge_short` of tokens (2 to `SHORT` of them) instead of bytes: the second of `Phases`.
 pub fn merge_short_ids(pairs: &PairTable, ids: &[TokenId], out: &mut Vec<TokenId>) {
     merge_input(pairs, Input::Ids(ids), out);

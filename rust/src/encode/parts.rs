@@ -18,17 +18,22 @@ pub struct Phases {
 }
 
 impl Phases {
-    /// The split of `made` (each merge's token, in rank order; `merges` the ids): the first merge
+    /// The split of `merges` (as bytes, in rank order; `ids` the same as ids): the first merge
     /// whose token spans words. None if no merge's does.
     pub fn new(
-        made: &[Vec<u8>],
-        merges: &[((TokenId, TokenId), TokenId)],
+        merges: &[(Vec<u8>, Vec<u8>)],
+        ids: &[((TokenId, TokenId), TokenId)],
         byte_ids: &[TokenId; 256],
     ) -> Option<Self> {
-        let split = made.iter().position(|t| spans_words(t))?;
+        let split = merges.iter().position(|(a, b)| {
+            // a space past the token's first byte, before the test on its characters
+            let spaced = a.iter().skip(1).chain(b).any(|&c| c == b' ');
+            spaced && spans_words(&[a.as_slice(), b].concat())
+        })?;
+        let first = &merges[..split];
         Some(Phases {
-            first: PairTable::new(merges[..split].iter().copied(), byte_ids),
-            joins: Joins::new(made[..split].iter().map(Vec::as_slice)),
+            first: PairTable::new(ids[..split].iter().copied(), byte_ids),
+            joins: Joins::new(first.iter().map(|(a, b)| (a.as_slice(), b.as_slice()))),
         })
     }
 }
@@ -55,12 +60,15 @@ fn spans_words(token: &[u8]) -> bool {
 pub struct Joins(Box<[[u64; 4]; 256]>);
 
 impl Joins {
-    /// The places of the tokens `made` (each merge's result).
-    pub fn new<'a>(made: impl IntoIterator<Item = &'a [u8]>) -> Self {
+    /// The places of the tokens that `merges` (as byte strings) make. Each merge (a, b) adds
+    /// one: the last byte of a before the first of b. The other places inside its token are
+    /// inside a or b, added by the merges that made them (a part no merge makes never appears
+    /// in BPE, nor does the token of a merge that joins it).
+    pub fn new<'a>(merges: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Self {
         let mut joined = Box::new([[0u64; 4]; 256]);
-        for token in made {
-            for w in token.windows(2) {
-                joined[w[0] as usize][w[1] as usize >> 6] |= 1 << (w[1] & 63);
+        for (a, b) in merges {
+            if let (Some(&x), Some(&y)) = (a.last(), b.first()) {
+                joined[x as usize][y as usize >> 6] |= 1 << (y & 63);
             }
         }
         Joins(joined)

@@ -5,7 +5,6 @@
 
 use super::cache::{self, Batch, Cache, AHEAD, BATCH, LONG_WORD, TAIL_MAX};
 use super::merge::{self, SHORT};
-use super::pair_table::PairTable;
 use super::parts::RecentParts;
 
 /// Words longer than this are encoded in two phases when the tokenizer has them (`Phases`):
@@ -145,8 +144,9 @@ impl Encoder {
             (_, Some(phases)) if word.len() > PHASED => {
                 let mut first = Vec::with_capacity(word.len());
                 phases.joins.for_each_part(word, |part| {
-                    let bpe =
-                        |part: &[u8], ids: &mut Vec<TokenId>| self.bpe(&phases.first, part, ids);
+                    let bpe = |part: &[u8], ids: &mut Vec<TokenId>| {
+                        merge::merge_bytes(&phases.first, &self.byte_ids, part, ids)
+                    };
                     match parts.as_deref_mut() {
                         Some(recent) if part.len() > 1 => recent.ids(part, &mut first, bpe),
                         _ => bpe(part, &mut first),
@@ -159,22 +159,9 @@ impl Encoder {
                 }
             }
             _ if word.len() <= SHORT => merge::merge_short(&self.pairs, &self.byte_ids, word, out),
-            _ => self
-                .joins
-                .for_each_part(word, |part| self.bpe(&self.pairs, part, out)),
-        }
-    }
-
-    /// BPE of `part` with the merges of `pairs`, appended to `out`.
-    fn bpe(&self, pairs: &PairTable, part: &[u8], out: &mut Vec<TokenId>) {
-        match part {
-            &[byte] => out.push(self.byte_ids[byte as usize]),
-            _ if part.len() <= SHORT => merge::merge_short(pairs, &self.byte_ids, part, out),
-            _ => {
-                let tokens: Vec<TokenId> =
-                    part.iter().map(|&b| self.byte_ids[b as usize]).collect();
-                merge::merge_long(pairs, &tokens, out);
-            }
+            _ => self.joins.for_each_part(word, |part| {
+                merge::merge_bytes(&self.pairs, &self.byte_ids, part, out)
+            }),
         }
     }
 }

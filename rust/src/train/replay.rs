@@ -9,7 +9,7 @@
 //! and are looked up in a small table of recent parts.
 
 use super::arena::Token;
-use crate::encode::{merge_long, merge_short, Joins, PairTable, RecentParts, SHORT};
+use crate::encode::{merge_bytes, Joins, PairTable, RecentParts};
 use crate::types::{Pair, TokenId};
 
 /// The merges as the encoder's table, and where words may be cut.
@@ -30,26 +30,26 @@ impl Replay {
         Replay {
             pairs: PairTable::new(table, &byte_ids),
             byte_ids,
-            joins: Joins::new(vocab[256..].iter().map(Vec::as_slice)),
+            joins: Joins::new(
+                merges
+                    .iter()
+                    .map(|&(a, b)| (vocab[a as usize].as_slice(), vocab[b as usize].as_slice())),
+            ),
         }
     }
 
     /// Appends the BPE of the word `w` to `out`.
     pub fn word<T: Token>(&self, w: &[u8], scratch: &mut Scratch, out: &mut Vec<T>) {
         let Scratch { parts, ids } = scratch;
+        let bpe = |part: &[u8], ids: &mut Vec<TokenId>| {
+            merge_bytes(&self.pairs, &self.byte_ids, part, ids)
+        };
         self.joins.for_each_part(w, |part| {
-            if part.len() == 1 {
-                out.push(T::of(part[0] as TokenId));
-                return;
-            }
             ids.clear();
-            parts.ids(part, ids, |part, ids| match part.len() {
-                0..=SHORT => merge_short(&self.pairs, &self.byte_ids, part, ids),
-                _ => {
-                    let bytes: Vec<TokenId> = part.iter().map(|&b| b as TokenId).collect();
-                    merge_long(&self.pairs, &bytes, ids);
-                }
-            });
+            match part.len() {
+                1 => bpe(part, ids),
+                _ => parts.ids(part, ids, bpe),
+            }
             out.extend(ids.iter().map(|&id| T::of(id)));
         });
     }

@@ -46,20 +46,20 @@ impl<T: Token> Words<T> {
                 .par_iter()
                 .map(|&(short, long)| {
                     let mut size = vec![0usize; GROUPS];
-                    let mut out = Replayed::default();
-                    let mut cache = replay.map(|_| Scratch::default());
+                    let (mut out, mut scratch) = (Replayed::default(), Scratch::default());
                     for_each_word(short, long, |w, n| {
-                        let len = match (replay, &mut cache) {
-                            (Some(replay), Some(cache)) => {
+                        let g = group_of(w);
+                        let len = match replay {
+                            Some(replay) => {
                                 let before = out.tokens.len();
-                                replay.word(w, cache, &mut out.tokens);
+                                replay.word(w, &mut scratch, &mut out.tokens);
                                 let len = out.tokens.len() - before;
-                                out.words.push((group_of(w) as u32, len as u32, n));
+                                out.words.push((g as u32, len as u32, n));
                                 len
                             }
-                            _ => w.len(),
+                            None => w.len(),
                         };
-                        size[group_of(w)] += units::<T>(len);
+                        size[g] += units::<T>(len);
                     });
                     (size, out)
                 })
@@ -76,11 +76,7 @@ impl<T: Token> Words<T> {
                 for &(g, len, n) in &r.words {
                     let (word, rest) = tokens.split_at(len as usize);
                     tokens = rest;
-                    let part = std::mem::take(&mut parts[g as usize]);
-                    let (slot, rest) = part.split_at_mut(units::<T>(word.len()) * T::UNIT);
-                    write_header(slot, word.len(), n);
-                    slot[T::UNIT..][..word.len()].copy_from_slice(word);
-                    parts[g as usize] = rest;
+                    place(parts, g as usize, word.len(), n).copy_from_slice(word);
                 }
             })?;
             return Ok(Words {
@@ -92,14 +88,10 @@ impl<T: Token> Words<T> {
         let (arena, refs) = lay_out(&mut sizes, n_tasks, pool, |k, parts| {
             let (short, long) = tasks[k];
             for_each_word(short, long, |w, n| {
-                let g = group_of(w);
-                let part = std::mem::take(&mut parts[g]);
-                let (slot, rest) = part.split_at_mut(units::<T>(w.len()) * T::UNIT);
-                write_header(slot, w.len(), n);
-                for (t, &b) in slot[T::UNIT..].iter_mut().zip(w) {
+                let tokens = place(parts, group_of(w), w.len(), n);
+                for (t, &b) in tokens.iter_mut().zip(w) {
                     *t = T::of(b as TokenId);
                 }
-                parts[g] = rest;
             })
         })?;
         drop(tasks);
@@ -278,15 +270,19 @@ fn for_each_word(short: &[ShortMap], long: &[LongWords], mut f: impl FnMut(&[u8]
     }
 }
 
-/// Writes the header of a word of `len` tokens counted `n` times at the start of `slot`.
-fn write_header<T: Token>(slot: &mut [T], len: usize, n: u64) {
-    let len = len as u32;
-    for (k, v) in [len, len, n as u32, (n >> 32) as u32]
+/// Takes the room of a word of `len` tokens counted `n` times from the front of its group's
+/// part (`parts[g]`), writes its header there, and returns its `len` tokens to fill.
+fn place<'a, T: Token>(parts: &mut [&'a mut [T]], g: usize, len: usize, n: u64) -> &'a mut [T] {
+    let part = std::mem::take(&mut parts[g]);
+    let (slot, rest) = part.split_at_mut(units::<T>(len) * T::UNIT);
+    parts[g] = rest;
+    for (k, v) in [len as u32, len as u32, n as u32, (n >> 32) as u32]
         .into_iter()
         .enumerate()
     {
         T::set_field(slot, k, v);
     }
+    &mut slot[T::UNIT..][..len]
 }
 
 #[cfg(test)]
