@@ -244,7 +244,11 @@ class Tokenizer:
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode("hi")
         [104, 105]
         """
-        allowed = quick_policy(text, allowed_special, disallowed_special)
+        # the default call first, without a function call: ~0.1 µs of a 100-byte text's 0.7
+        if allowed_special == "all" and disallowed_special == () and type(text) is str:
+            allowed = None
+        else:
+            allowed = quick_policy(text, allowed_special, disallowed_special)
         if allowed is SLOW:
             allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
             refuse(check_str(text), disallowed)

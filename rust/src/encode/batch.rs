@@ -261,8 +261,7 @@ impl Encoder {
         self.give_back(
             caches
                 .into_iter()
-                .map(|c| c.into_inner().unwrap_or_else(|p| p.into_inner()))
-                .collect(),
+                .map(|c| c.into_inner().unwrap_or_else(|p| p.into_inner())),
         );
         result
     }

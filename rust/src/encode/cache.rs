@@ -29,7 +29,7 @@ pub const STREAM_ENTRIES: usize = 1 << 18;
 pub const BATCH: usize = 256;
 
 /// How far ahead of a lookup its slot is asked for (see `Cache::get_run`).
-pub const AHEAD: usize = 16;
+pub const AHEAD: usize = 40;
 
 /// Room for the pretokens waiting for their lookups: byte ranges and cache keys (how many wait
 /// is the scanner's local count: see `Encoder::encode_into`).

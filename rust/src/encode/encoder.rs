@@ -147,7 +147,7 @@ impl Encoder {
         // third, code (0.46 ids a byte) moved every document's ids once to a larger vector. A
         // long text gets a third: glibc grows large allocations by remapping, not copying.
         let room = match text.len() <= CHECK_EVERY {
-            true => text.len() / 2 + 4 * cache::BATCH,
+            true => text.len() / 2 + 4 * cache::BATCH.min(text.len() + 1),
             false => text.len() / 3 + 16,
         };
         out.try_reserve(room)
@@ -190,8 +190,8 @@ impl Encoder {
         mut f: impl FnMut(&str, &SpecialSet, &mut Cache) -> Result<(), EncodeError>,
     ) -> Result<(), EncodeError> {
         let set = self.resolve(set);
-        let mut caches = self.take_caches(1, limit);
-        caches[0].expect(text.len() / BYTES_PER_ENTRY);
+        let mut cache = self.take_cache(limit);
+        cache.expect(text.len() / BYTES_PER_ENTRY);
         let mut pos = 0;
         let result = loop {
             if pos == text.len() {
@@ -200,7 +200,7 @@ impl Encoder {
             let end = self
                 .next_stop(text, pos, set, CHECK_EVERY, true)
                 .unwrap_or(text.len());
-            if let Err(e) = f(&text[pos..end], set, &mut caches[0]) {
+            if let Err(e) = f(&text[pos..end], set, &mut cache) {
                 break Err(e);
             }
             pos = end;
@@ -208,8 +208,22 @@ impl Encoder {
                 break Err(EncodeError::Interrupted);
             }
         };
-        self.give_back(caches);
+        self.give_back(std::iter::once(cache));
         result
+    }
+
+    /// One cache, the warmest kept, that takes at most `limit` entries: a call on one text
+    /// takes it without the vector of `take_caches` (a short text's call costs ~0.5 µs, and each
+    /// allocation counts).
+    fn take_cache(&self, limit: usize) -> Cache {
+        let spare = self
+            .spare_caches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop();
+        let mut cache = spare.unwrap_or_default();
+        cache.limit = limit;
+        cache
     }
 
     /// `n` caches, warm ones first, that take at most `limit` entries.
@@ -237,7 +251,7 @@ impl Encoder {
     /// The oldest are dropped first: those just used are the warmest, and the next call takes
     /// them (it takes from the end). Dropping the returned cache instead, once a per-document
     /// loop had grown it past the budget, made the loop start cold again and again.
-    pub(super) fn give_back(&self, caches: Vec<Cache>) {
+    pub(super) fn give_back(&self, caches: impl IntoIterator<Item = Cache>) {
         let mut spare = self.spare_caches.lock().unwrap_or_else(|p| p.into_inner());
         spare.extend(caches);
         let mut bytes: usize = spare.iter().map(Cache::bytes).sum();

@@ -67,11 +67,16 @@ fn merge_input(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
     // each round scans all `N` entries for the lowest rank (branch-free), so N follows n; ranks
     // in 16 bits when they fit (the narrow table), eight to a SIMD compare
     let narrow = !pairs.narrow.is_empty();
+    let mid = !pairs.mid.is_empty();
     match input.len() {
         0..=8 if narrow => merge_n::<8, i16>(pairs, input, out),
         9..=16 if narrow => merge_n::<16, i16>(pairs, input, out),
         17..=32 if narrow => merge_n::<32, i16>(pairs, input, out),
         _ if narrow => merge_n::<SHORT, i16>(pairs, input, out),
+        0..=8 if mid => merge_n::<8, i32>(pairs, input, out),
+        9..=16 if mid => merge_n::<16, i32>(pairs, input, out),
+        17..=32 if mid => merge_n::<32, i32>(pairs, input, out),
+        _ if mid => merge_n::<SHORT, i32>(pairs, input, out),
         0..=8 => merge_n::<8, u32>(pairs, input, out),
         9..=16 => merge_n::<16, u32>(pairs, input, out),
         17..=32 => merge_n::<32, u32>(pairs, input, out),
@@ -79,7 +84,8 @@ fn merge_input(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
     }
 }
 
-/// A merge rank as `merge_n` keeps it: i16 (biased by 2^15) for ranks below 2^16 - 1, else u32.
+/// A merge rank as `merge_n` keeps it: i16 (biased by 2^15) for ranks below 2^16 - 1; i32, the
+/// merged id, with a mid pair table; else u32.
 trait Rank: Copy + Eq {
     /// No pair here (or one that never merges); above every rank.
     const NONE: Self;
@@ -125,6 +131,56 @@ fn lowest_scalar<R: Rank + Ord, const N: usize>(ranks: &[R; N]) -> (R, u64) {
         .enumerate()
         .fold(0, |at, (i, &r)| at | ((r == low) as u64) << i);
     (low, at)
+}
+
+/// A mid table's id (`u32::MAX`: none) as an i32 rank (ids are below 2^21) and the id.
+#[inline(always)]
+fn mid_merge(id: u32) -> (i32, TokenId) {
+    (id.min(i32::MAX as u32) as i32, id)
+}
+
+impl Rank for i32 {
+    const NONE: Self = i32::MAX;
+
+    #[inline(always)]
+    fn get(pairs: &PairTable, a: TokenId, b: TokenId) -> (Self, TokenId) {
+        mid_merge(pairs.get_mid(a, b))
+    }
+
+    #[inline(always)]
+    fn get_bytes(pairs: &PairTable, a: u8, b: u8) -> (Self, TokenId) {
+        mid_merge(pairs.get_bytes_mid(a, b))
+    }
+
+    #[inline(always)]
+    fn lowest<const N: usize>(ranks: &[Self; N]) -> (Self, u64) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE2 is part of the x86-64 baseline; the loads read 4 i32s inside `ranks`
+        // (N is a multiple of 8).
+        unsafe {
+            use std::arch::x86_64::*;
+            let load = |k: usize| _mm_loadu_si128(ranks.as_ptr().add(4 * k).cast());
+            // SSE2 has no 32-bit minimum: a compare and a select
+            let min = |x: __m128i, y: __m128i| {
+                let lt = _mm_cmplt_epi32(x, y);
+                _mm_or_si128(_mm_and_si128(lt, x), _mm_andnot_si128(lt, y))
+            };
+            let mut low = load(0);
+            for k in 1..N / 4 {
+                low = min(low, load(k));
+            }
+            low = min(low, _mm_shuffle_epi32::<0x4e>(low));
+            low = min(low, _mm_shuffle_epi32::<0xb1>(low));
+            let mut at = 0u64;
+            for k in 0..N / 4 {
+                let eq = _mm_castsi128_ps(_mm_cmpeq_epi32(load(k), low));
+                at |= (_mm_movemask_ps(eq) as u64) << (4 * k);
+            }
+            (_mm_cvtsi128_si32(low), at)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        lowest_scalar(ranks)
+    }
 }
 
 /// A narrow table's `rank << 16 | id` (`u32::MAX`: none, which gives `i16::MAX`) as an i16

@@ -1,5 +1,6 @@
 //! Merge ranks of token pairs for the encoder (`PairTable`): an open-addressed table, narrowed
-//! to 8-byte slots when ids and ranks fit in 16 bits, a direct table for pairs of single bytes,
+//! to 8-byte slots when ids and ranks fit in 16 bits, or when ids fit in 21 bits and grow with
+//! the rank (then the id stands for the rank), a direct table for pairs of single bytes,
 //! and bit filters that settle most pairs that never merge without a lookup. BPE itself, which
 //! asks it for ranks, is `merge.rs`'s.
 
@@ -21,11 +22,18 @@ pub struct PairTable {
     /// Half the size: 1 MB for GPT-2, where waiting for the 2 MB table's loads was half of the
     /// miss path's time (perf).
     pub(super) narrow: Vec<u64>,
+    /// The same slots in 8 bytes (`a << 42 | b << 21 | id`) when the table is not narrow but
+    /// every id is below 2^21 - 1 and merged ids grow with the rank, as with cl100k's and
+    /// o200k's (tiktoken's ids are ranks): the id orders merges as the rank does, so it is kept
+    /// alone. Half the wide table (2 MB for cl100k, 4 MB for o200k), and `merge_n` compares
+    /// ids as i32s four to a SIMD compare. `slots` is then empty.
+    pub(super) mid: Vec<u64>,
     bits: u32,
     /// The merges of pairs of single bytes, by `left << 8 | right`: a word's first round looks
     /// up only those, and a 64 K array with the letters' rows hot beats a hash probe. In 4
     /// bytes (`rank << 16 | id`, `u32::MAX` for none) with a narrow table: 256 KB instead of
-    /// 512 KB, beside the pair table in the CPU's cache; else `bytes_wide`.
+    /// 512 KB, beside the pair table in the CPU's cache; with a `mid` table, the merged id
+    /// alone (`u32::MAX` for none); else `bytes_wide`.
     bytes: Vec<u32>,
     bytes_wide: Vec<Merge>,
     may: MayMerge,
@@ -115,14 +123,18 @@ impl PairTable {
         let mut table = PairTable {
             slots: vec![(EMPTY, NO_MERGE); 1 << bits],
             narrow: Vec::new(),
+            mid: Vec::new(),
             bits,
             bytes: Vec::new(),
             bytes_wide: Vec::new(),
             may,
         };
-        let mut largest = byte_ids.iter().copied().max().unwrap_or(0) as usize;
+        let mut largest_id = byte_ids.iter().copied().max().unwrap_or(0) as usize;
+        let (mut ranks, mut ids_grow, mut last_id) = (0, true, None);
         for (rank, ((a, b), id)) in merges.enumerate() {
-            largest = largest.max(rank).max(a.max(b).max(id) as usize);
+            largest_id = largest_id.max(a.max(b).max(id) as usize);
+            ids_grow &= last_id < Some(id);
+            (ranks, last_id) = (rank + 1, Some(id));
             table.may.add(a, b);
             let key = (a as u64) << 32 | b as u64;
             let mut i = table.home(key);
@@ -136,7 +148,7 @@ impl PairTable {
         table.bytes_wide = (0..1 << 16)
             .map(|ab: usize| table.get(byte_ids[ab >> 8], byte_ids[ab & 0xff]))
             .collect();
-        if largest < 0xffff {
+        if largest_id.max(ranks.saturating_sub(1)) < 0xffff {
             let narrow = |&merge: &Merge| match merge {
                 NO_MERGE => u32::MAX,
                 _ => (rank_of(merge) as u32) << 16 | id_of(merge),
@@ -154,6 +166,19 @@ impl PairTable {
             };
             table.narrow = table.slots.iter().map(narrow).collect();
             table.slots = Vec::new();
+        } else if largest_id < MID_ID as usize && ids_grow {
+            let id = |&merge: &Merge| match merge {
+                NO_MERGE => u32::MAX,
+                _ => id_of(merge),
+            };
+            table.bytes = table.bytes_wide.iter().map(id).collect();
+            table.bytes_wide = Vec::new();
+            let mid = |&(key, merge): &(u64, Merge)| match key {
+                EMPTY => EMPTY,
+                _ => key >> 32 << 42 | (key & MID_ID) << 21 | id_of(merge) as u64,
+            };
+            table.mid = table.slots.iter().map(mid).collect();
+            table.slots = Vec::new();
         }
         table
     }
@@ -161,9 +186,10 @@ impl PairTable {
     /// The merge of the single bytes a and b.
     #[inline(always)]
     pub(super) fn get_bytes(&self, a: u8, b: u8) -> Merge {
-        match self.bytes.is_empty() {
-            true => self.bytes_wide[(a as usize) << 8 | b as usize],
-            false => widen(self.get_bytes_narrow(a, b)),
+        match (self.bytes.is_empty(), self.mid.is_empty()) {
+            (true, _) => self.bytes_wide[(a as usize) << 8 | b as usize],
+            (false, true) => widen(self.get_bytes_narrow(a, b)),
+            (false, false) => widen_mid(self.get_bytes_mid(a, b)),
         }
     }
 
@@ -198,6 +224,34 @@ impl PairTable {
         }
     }
 
+    /// `get` of a mid table as it stores it: the merged id, which stands for the rank
+    /// (`u32::MAX` for none).
+    #[inline(always)]
+    pub(super) fn get_mid(&self, a: TokenId, b: TokenId) -> u32 {
+        if !self.may.may(a, b) {
+            return u32::MAX;
+        }
+        let mut i = self.home((a as u64) << 32 | b as u64);
+        let mask = self.mid.len() - 1;
+        let pair = (a as u64) << 21 | b as u64;
+        loop {
+            let slot = self.mid[i];
+            if slot >> 21 == pair {
+                return (slot & MID_ID) as u32;
+            }
+            if slot == EMPTY {
+                return u32::MAX;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// `get_bytes` of a mid table as it stores it (see `get_mid`).
+    #[inline(always)]
+    pub(super) fn get_bytes_mid(&self, a: u8, b: u8) -> u32 {
+        self.bytes[(a as usize) << 8 | b as usize]
+    }
+
     #[inline(always)]
     fn home(&self, key: u64) -> usize {
         (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize
@@ -208,6 +262,9 @@ impl PairTable {
     pub fn get(&self, a: TokenId, b: TokenId) -> Merge {
         if !self.narrow.is_empty() {
             return widen(self.get_narrow(a, b));
+        }
+        if !self.mid.is_empty() {
+            return widen_mid(self.get_mid(a, b));
         }
         if !self.may.may(a, b) {
             return NO_MERGE;
@@ -237,6 +294,18 @@ fn widen(m: u32) -> Merge {
     }
 }
 
+/// A mid table's id (`u32::MAX` for none) as a `Merge` whose rank is the id.
+#[inline(always)]
+fn widen_mid(id: u32) -> Merge {
+    match id {
+        u32::MAX => NO_MERGE,
+        id => (id as u64) << 32 | id as u64,
+    }
+}
+
+/// Ids of a mid table are below this (21 bits, all ones excluded), which is also their mask.
+const MID_ID: u64 = (1 << 21) - 1;
+
 pub(super) fn rank_of(merge: Merge) -> u64 {
     merge >> 32
 }
@@ -250,26 +319,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn narrow_and_wide_tables_give_every_merge() {
-        for shift in [0, 70_000] {
-            // pairs of ids 256.. with merged ids after them; `shift` forces the wide table
+    fn narrow_mid_and_wide_tables_give_every_merge() {
+        // pairs of ids 256.. with merged ids after them: from 256, the narrow table; from
+        // 70,000 growing with the rank, the mid one; from 70,000 shrinking, the wide one
+        for (shift, grow) in [(0, true), (70_000, true), (70_000, false)] {
             let byte_ids: [TokenId; 256] = std::array::from_fn(|b| b as TokenId + shift);
+            let merged = |r: u32| shift + 256 + if grow { r } else { 5000 - r };
             let merges: Vec<_> = (0..5000u32)
-                .map(|r| ((shift + r % 300, shift + r / 7), shift + 256 + r))
+                .map(|r| ((shift + r % 300, shift + r / 7), merged(r)))
                 .collect();
             let table = PairTable::new(merges.clone().into_iter(), &byte_ids);
             assert_eq!(table.narrow.is_empty(), shift > 0);
+            assert_eq!(table.mid.is_empty(), shift == 0 || !grow);
             let mut first = std::collections::HashMap::new();
             for (rank, &(pair, id)) in merges.iter().enumerate() {
-                first.entry(pair).or_insert((rank as u64) << 32 | id as u64);
+                first.entry(pair).or_insert((rank as u64, id));
             }
+            // a mid table gives the id as the rank: the same order
+            let want = |pair| match first.get(&pair) {
+                None => NO_MERGE,
+                Some(&(_, id)) if !table.mid.is_empty() => (id as u64) << 32 | id as u64,
+                Some(&(rank, id)) => rank << 32 | id as u64,
+            };
             for a in shift..shift + 300 {
                 for b in shift..shift + 720 {
-                    let want = first.get(&(a, b)).copied().unwrap_or(NO_MERGE);
-                    assert_eq!(table.get(a, b), want, "({a}, {b})");
+                    assert_eq!(table.get(a, b), want((a, b)), "({a}, {b})");
                 }
             }
-            assert_eq!(table.get_bytes(3, 0), first[&(shift + 3, shift)]);
+            assert_eq!(table.get_bytes(3, 0), want((shift + 3, shift)));
         }
     }
 

@@ -213,15 +213,17 @@ mod tests {
             (b"abab", b"c"),
             (b"cab", b"ba"),
         ];
-        // merged ids from 256 (16-bit ranks and the narrow pair table) or from 70,000 (wide)
-        for first_id in [256, 70_000] {
+        // merged ids from 256 (16-bit ranks and the narrow pair table), from 70,000 up (the
+        // mid table, ids for ranks) or from 70,000 down (wide)
+        for (first_id, step) in [(256, 1), (70_000, 1), (70_100, -1)] {
             let mut vocab: Vec<(TokenId, Vec<u8>)> =
                 (0..=255u8).map(|b| (b as TokenId, vec![b])).collect();
             let mut pairs = Vec::new();
             for (a, b) in &merges {
                 let joined = [*a, *b].concat();
                 if !vocab.iter().any(|(_, v)| *v == joined) {
-                    vocab.push((first_id + vocab.len() as TokenId - 256, joined));
+                    let k = vocab.len() as i64 - 256;
+                    vocab.push(((first_id as i64 + step * k) as TokenId, joined));
                 }
                 pairs.push((a.to_vec(), b.to_vec()));
             }

@@ -15,6 +15,10 @@ use super::progress::interruptible;
 use crate::encode::{self, BatchIds, BatchTexts, EncodeError, Encoder, RunPiece, SpecialSet};
 use crate::types::TokenId;
 
+/// Texts up to this many bytes are encoded with the GIL held (see `PyEncoder::encode_vec`):
+/// tens of microseconds at most, even with every pretoken new.
+const SHORT_TEXT: usize = 4096;
+
 /// A byte-level BPE encoder with all its tables built once (see `encode.rs`).
 #[pyclass(name = "Encoder", module = "bytepair._core", frozen)]
 pub struct PyEncoder {
@@ -22,6 +26,24 @@ pub struct PyEncoder {
     /// A Python int for every id, made on first use: a list of ids then costs a reference
     /// count per id instead of an allocation (building ints was ~35% of `encode`'s time).
     ints: OnceLock<Vec<Py<PyAny>>>,
+    /// The set of no special tokens (`encode_ordinary`), made once.
+    no_specials: Option<SpecialSet>,
+}
+
+/// The special tokens a call matches: the encoder's own set, or one made for the call.
+enum Chosen<'a> {
+    Kept(&'a Option<SpecialSet>),
+    Made(Option<SpecialSet>),
+}
+
+impl std::ops::Deref for Chosen<'_> {
+    type Target = Option<SpecialSet>;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Chosen::Kept(set) => set,
+            Chosen::Made(set) => set,
+        }
+    }
 }
 
 #[pymethods]
@@ -35,9 +57,12 @@ impl PyEncoder {
         special_tokens: Vec<(String, TokenId)>,
         pattern: &str,
     ) -> PyResult<Self> {
-        let inner = py.detach(|| Encoder::new(vocab, merges, special_tokens, pattern));
+        let inner = py
+            .detach(|| Encoder::new(vocab, merges, special_tokens, pattern))
+            .map_err(encode_err)?;
         Ok(PyEncoder {
-            inner: inner.map_err(encode_err)?,
+            no_specials: inner.special_set(Some(&[])).map_err(encode_err)?,
+            inner,
             ints: OnceLock::new(),
         })
     }
@@ -237,20 +262,28 @@ impl PyEncoder {
         })
     }
 
-    /// Encodes with the GIL released, stopping on Ctrl-C (checked every `CHECK_EVERY` bytes).
+    /// Encodes with the GIL released, stopping on Ctrl-C (checked every `CHECK_EVERY` bytes);
+    /// a text of up to `SHORT_TEXT` bytes with the GIL held and no Ctrl-C check, as it takes
+    /// microseconds: releasing and taking back the GIL, and the clock of the check, were a
+    /// fifth of a 100-byte call.
     fn encode_vec(
         &self,
         py: Python<'_>,
         text: &str,
         set: &Option<SpecialSet>,
     ) -> PyResult<Vec<TokenId>> {
+        if text.len() <= SHORT_TEXT {
+            return self.inner.encode(text, set).map_err(encode_err);
+        }
         interruptible(py, |check| self.inner.encode_checked(text, set, check))
     }
 
-    fn set(&self, allowed: Option<Vec<String>>) -> PyResult<Option<SpecialSet>> {
-        self.inner
-            .special_set(allowed.as_deref())
-            .map_err(encode_err)
+    fn set(&self, allowed: Option<Vec<String>>) -> PyResult<Chosen<'_>> {
+        if allowed.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(Chosen::Kept(&self.no_specials));
+        }
+        let set = self.inner.special_set(allowed.as_deref());
+        Ok(Chosen::Made(set.map_err(encode_err)?))
     }
 }
 
