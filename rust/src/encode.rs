@@ -16,6 +16,7 @@ mod merge;
 mod pair_table;
 mod parts;
 mod pieces;
+mod shared;
 mod text;
 
 use crate::pretokenize::PretokenizeError;
