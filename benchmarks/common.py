@@ -1,8 +1,9 @@
-"""Shared helpers for the benchmark scripts: corpus loading, timing, memory, tables.
+"""Shared helpers for the benchmark scripts: corpus loading, timing, memory, child processes,
+tables, and the encoders the encoding scripts share.
 
-Standard library only (psutil/numpy are not needed here), so `train.py` workers
-start fast and their peak RSS is mostly the library under test. Not collected
-by pytest; nothing here asserts on timings.
+Standard library only at import (numpy and the tokenizers are imported inside the functions
+that need them), so `train.py` workers start fast and their peak RSS is mostly the library
+under test. Not collected by pytest; nothing here asserts on timings.
 """
 
 from __future__ import annotations
@@ -75,23 +76,33 @@ def bytepair_import_error(python: str = sys.executable) -> str | None:
     return lines[-1] if lines else f"exit code {proc.returncode}"
 
 
+#: Peers every first line names, and those it names only where installed (the encoding peers
+#: that `encode.py` alone uses), so that a run says which versions it measured.
+ENV_PEERS = ("tiktoken", "tokenizers", "rustbpe", "gigatoken")
+ENV_PEERS_IF_INSTALLED = ("toktok-rs", "quicktok-v1", "splintr-rs")
+
 _ENV_PROBE = """
-import importlib.metadata as md, os, time
+import importlib.metadata as md, os, sys, time
 import bytepair._core as core
 built = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(core.__file__)))
 def version(p):
     try:
         return md.version(p)
     except md.PackageNotFoundError:
-        return "not installed"
-peers = ", ".join(f"{p} {version(p)}" for p in ("tiktoken", "tokenizers", "rustbpe", "gigatoken"))
+        return None
+always, if_installed = sys.argv[1].split(","), sys.argv[2].split(",")
+found = [(p, version(p) or "not installed") for p in always]
+found += [(p, v) for p in if_installed if (v := version(p))]
+peers = ", ".join(f"{p} {v}" for p, v in found)
 print(f"bytepair from {os.path.dirname(core.__file__)}, _core built {built} | {peers}")
 """
 
 
 def describe_env(python: str = sys.executable) -> str:
     """One line saying what was measured: CPUs, git state, bytepair build, peer versions."""
-    proc = subprocess.run([python, "-c", _ENV_PROBE], capture_output=True, text=True, check=False)
+    peers = [",".join(ENV_PEERS), ",".join(ENV_PEERS_IF_INSTALLED)]
+    cmd = [python, "-c", _ENV_PROBE, *peers]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     build = proc.stdout.strip() or "bytepair not importable"
     here = os.path.dirname(os.path.abspath(__file__))
     cmd = ["git", "-C", here, "describe", "--always", "--dirty", "--abbrev=10"]
@@ -258,7 +269,8 @@ def run_child(cmd: list[str], env: dict, timeout_s: float) -> dict:
     Peak RSS comes from `os.wait4` on that child alone (Linux folds in the child's
     own waited-for children, so a multi-process tool reports its largest process,
     as `/usr/bin/time -v` does). Caveat: it also counts the pre-exec copy of this
-    process, so a big parent inflates it; workers report their own VmHWM for that reason.
+    process, so a big parent inflates it; workers report their own VmHWM for that reason,
+    and `run_alone` starts a program that cannot (a CLI) from a small launcher.
     """
     import tempfile
 
@@ -294,6 +306,39 @@ def run_child(cmd: list[str], env: dict, timeout_s: float) -> dict:
         "stderr": stderr,
         "timed_out": time.perf_counter() > deadline,
     }
+
+
+#: Runs argv[2:] (timeout argv[1] s), then prints a RESULT line with its wall time and peak RSS.
+#: ru_maxrss of a child keeps the high-water mark of the process it was forked from (Linux
+#: carries it across exec), so the program is forked from this small process, not from the
+#: benchmark, whose RSS it would otherwise report as its own.
+_LAUNCHER = """
+import json, resource, subprocess, sys, time
+t0 = time.perf_counter()
+try:
+    rc = subprocess.run(sys.argv[2:], timeout=float(sys.argv[1])).returncode
+except subprocess.TimeoutExpired:
+    rc = -9
+wall = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print("\\nRESULT " + json.dumps(dict(rc=rc, wall_s=wall, peak_rss_mb=peak)), flush=True)
+"""
+
+
+def run_alone(cmd: list[str], env: dict, timeout_s: float) -> dict:
+    """`run_child` for a program that reports nothing itself: its rc, wall time and peak RSS
+    (its own and its children's, not this process's; see `_LAUNCHER`), measured by a launcher
+    of a few MB (`python -I -S`). RESULT lines are the launcher's only."""
+    launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(timeout_s), *cmd]
+    run = run_child(launcher, env, timeout_s + 60)
+    said = run["results"][-1] if run["rc"] == 0 and run["results"] else None
+    if said is None:
+        run.update(rc=run["rc"] or 1, peak_rss_mb=None)
+    else:
+        run.update(rc=said["rc"], wall_s=said["wall_s"], peak_rss_mb=said["peak_rss_mb"])
+        run["timed_out"] = run["timed_out"] or said["rc"] == -9
+    run["results"] = []
+    return run
 
 
 def first_difference(a, b) -> int:
@@ -345,3 +390,163 @@ def print_table(headers: list[str], rows: list[list], title: str | None = None) 
     for r in cells:
         print(line(r))
     sys.stdout.flush()
+
+
+# ---------------------------------------------------------------- corpora by name
+
+#: The scripts that write the corpora a bare name can refer to.
+CORPUS_BUILDERS = {
+    "large": "../shared/bench/make_corpus.sh (text from Debian packages)",
+    "small": "../shared/bench/make_corpus.sh (text from Debian packages)",
+    "code": "python benchmarks/code_corpus.py",
+    "multilingual": "python benchmarks/multilingual_corpus.py",
+}
+
+
+def corpus_named(name: str) -> str:
+    """`corpus_path`, also for a bare name (`large`, `code`, `multilingual`: NAME.txt in
+    CORPUS_DIR); argparse's `type=`."""
+    if not Path(name).suffix and not Path(name).is_file():
+        if (CORPUS_DIR / f"{name}.txt").is_file():
+            return str(CORPUS_DIR / f"{name}.txt")
+        if name in CORPUS_BUILDERS:
+            raise argparse.ArgumentTypeError(
+                f"no {name}.txt in {CORPUS_DIR}: it is written by {CORPUS_BUILDERS[name]}, "
+                "or set BYTEPAIR_CORPUS_DIR"
+            )
+    return corpus_path(name)
+
+
+def chunks_by_utf8(docs: list[str], target_bytes: int) -> list[list[str]]:
+    """Group documents into consecutive batches of about `target_bytes` bytes of UTF-8 (for
+    text in other scripts a character is 2-4 bytes, so characters would make larger batches)."""
+    out, cur, n = [], [], 0
+    for d in docs:
+        cur.append(d)
+        n += len(d.encode("utf-8"))
+        if n >= target_bytes:
+            out.append(cur)
+            cur, n = [], 0
+    if cur:
+        out.append(cur)
+    return out
+
+
+def pin_to_one_core(cpu: int = 0) -> bool:
+    """Run this process (and the threads it starts later) on one CPU; False if not possible."""
+    try:
+        os.sched_setaffinity(0, {cpu})
+        return True
+    except (AttributeError, OSError):
+        return False
+
+
+# ---------------------------------------------------------------- encoders (encode*.py)
+
+BATCH_BYTES = 8_000_000  # every batch API gets the same ~8 MB lists of documents
+ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
+#: bytepair's preset (and gigatoken's pretokenizer) of each tiktoken encoding.
+PRESETS = {"gpt2": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
+#: Each peer: its module, its pip package, the encodings it has.
+PEERS = {
+    "gigatoken": ("gigatoken", "gigatoken", ENCODINGS),
+    "toktok": ("toktok", "toktok-rs", ("cl100k_base", "o200k_base")),
+    "quicktok": ("quicktok", "quicktok-v1", ("cl100k_base", "o200k_base")),
+    "splintr": ("splintr", "splintr-rs", ENCODINGS),
+    "tiktoken": ("tiktoken", "tiktoken", ENCODINGS),
+}
+
+
+def gigatoken_tokenizer(enc):
+    """gigatoken's tokenizer of tiktoken's encoding `enc` (gpt2, cl100k_base, o200k_base) from a
+    `.tiktoken` file written from tiktoken's ranks, its split pattern named (None if gigatoken
+    is not installed)."""
+    try:
+        import gigatoken
+    except ImportError:
+        print("gigatoken not installed (pip install -e .[bench]) -- its rows skipped", flush=True)
+        return None
+    import base64
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(), f"{enc.name}.tiktoken")
+    with open(path, "w") as f:
+        for token, rank in sorted(enc._mergeable_ranks.items(), key=lambda x: x[1]):
+            f.write(f"{base64.b64encode(token).decode()} {rank}\n")
+    return gigatoken.Tokenizer.from_tiktoken(path, pretokenizer=PRESETS[enc.name])
+
+
+def load_bytepair_named(encoding: str):
+    """bytepair's tokenizer of a tiktoken encoding, as a user gets it: the named preset."""
+    from bytepair.inspection.presets import load_named
+
+    return load_named(PRESETS[encoding])
+
+
+def available_tools(wanted) -> list[str]:
+    """The tools of `wanted` that import here; a line for each one left out."""
+    import importlib.util
+
+    out = []
+    for tool in wanted:
+        if tool == "bytepair":
+            err = bytepair_import_error()
+            if err:
+                print(f"bytepair not importable: {err} -- its rows skipped", flush=True)
+                continue
+        elif importlib.util.find_spec(PEERS[tool][0]) is None:
+            print(
+                f"{tool} not installed (pip install {PEERS[tool][1]}, or -e '.[bench]') -- "
+                "its rows skipped",
+                flush=True,
+            )
+            continue
+        out.append(tool)
+    return out
+
+
+def encodings_of(tool: str) -> tuple:
+    return ENCODINGS if tool == "bytepair" else PEERS[tool][2]
+
+
+def doc_sums(ids, offsets, n_docs: int):
+    """(n_docs, 2) uint64: each document's id count and position-weighted checksum, so that two
+    tools' outputs compare document by document."""
+    import numpy as np
+
+    ids = np.asarray(ids).astype(np.uint64)
+    offs = np.asarray(offsets).astype(np.int64)
+    if len(offs) != n_docs + 1 or offs[0] != 0 or offs[-1] != len(ids):
+        raise SystemExit(
+            f"offsets do not describe {n_docs} documents of {len(ids)} ids: "
+            f"{len(offs)} offsets, first {offs[:1]}, last {offs[-1:]}"
+        )
+    lens = np.diff(offs)
+    pos = np.arange(len(ids), dtype=np.int64) - np.repeat(offs[:-1], lens)
+    weighted = ids * ((pos % 65521) + 1).astype(np.uint64)
+    cum = np.zeros(len(ids) + 1, np.uint64)
+    np.cumsum(weighted, out=cum[1:])  # wraps modulo 2**64, the same for every tool
+    return np.stack([lens.astype(np.uint64), cum[offs[1:]] - cum[offs[:-1]]], axis=1)
+
+
+def compare_docs(ref, got) -> str | None:
+    """None if two `doc_sums` tables are equal, else how they differ."""
+    import numpy as np
+
+    if ref.shape != got.shape:
+        return f"{got.shape[0]:,} documents vs tiktoken's {ref.shape[0]:,}"
+    bad = np.flatnonzero((ref != got).any(axis=1))
+    if not len(bad):
+        return None
+    return f"{len(bad):,} of {len(ref):,} documents differ, the first #{bad[0]}"
+
+
+def child_error(run: dict) -> str:
+    lines = (run["stderr"].strip() or run["stdout"].strip()).splitlines()
+    return f"rc={run['rc']}{' (timed out)' if run['timed_out'] else ''}: " + (
+        lines[-1][:200] if lines else "no output"
+    )
+
+
+def yes_no(ok: bool) -> str:
+    return "yes" if ok else "NO  <-- MISMATCH"

@@ -1,582 +1,445 @@
-"""Encoding benchmark: bytepair vs tiktoken, gigatoken and HF tokenizers with the GPT-2 vocabulary.
+"""Encoding benchmark: bytepair against gigatoken, toktok, quicktok, splintr and tiktoken, side by
+side, on the encodings gpt2, cl100k_base and o200k_base and the corpora large, code and
+multilingual, with 1 thread pinned to CPU 0 and with all threads.
 
-Every throughput row in a process of its own, warmed on ~1 MB first. Checks that
-bytepair's ids equal tiktoken's on every document (exit code 1 if not). A separate child
-measures `encode_iterable` over the whole file (RSS growth, MB/s). No timing asserts.
+Matrix: MB/s of ~8 MB batches of documents into flat ids. Every row runs in a process of its own
+with a new tokenizer, warmed on ~1 MB first, and is the best of `--repeat` rounds, tools taking
+turns; every tool's ids are compared with tiktoken's document by document (a peer that differs
+is marked inexact; exit code 1 if bytepair's differ). Then ns per call of `encode` on short
+texts, and the `bytepair encode` CLI over the large corpus against the batch call, with its
+peak RSS (those two sections: `encode_calls.py`). No timing asserts. `encode_gpt2.py` times
+GPT-2 call by call (per document, one string, `encode_iterable`, HF).
 
-  python benchmarks/encode.py [--corpus large.txt [code.txt ...]] [--mb 100] [--hf-mb 10]
-                              [--threads 2] [--repeat 3]   (rows: the best of 3 rounds, tools
-                              taking turns; several corpora one after the other, then a summary
-                              of bytepair against gigatoken on each)
+  python benchmarks/encode.py [--encodings gpt2 cl100k_base o200k_base]
+      [--corpus large code multilingual] [--mb 30] [--repeat 2] [--threads 1 2]
+      [--tools bytepair gigatoken ...] [--sections matrix short cli] [--short-calls 20000]
+      [--short-rounds 5] [--cli-mb 100] [--timeout 3600] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import gc
 import itertools
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common
+import encode_calls
 from common import (
-    CORPUS_DIR,
-    EOT,
+    BATCH_BYTES,
+    ENCODINGS,
     GPT2_MERGES,
     GPT2_VOCAB,
     MB,
+    PEERS,
     Timer,
-    bytepair_import_error,
-    chunks_by_bytes,
+    available_tools,
+    child_error,
+    chunks_by_utf8,
+    compare_docs,
+    doc_sums,
     emit,
-    first_difference,
-    iter_docs,
+    encodings_of,
+    gigatoken_tokenizer,
+    load_bytepair_named,
     load_docs,
-    peak_rss_mb,
+    pin_to_one_core,
     print_table,
-    reset_peak_rss,
-    rss_mb,
     run_child,
     thread_env,
 )
 
-BATCH_BYTES = 8_000_000  # every batch API gets the same ~8 MB lists of documents
-STREAM_BLOCK = 1 << 16  # ids per np.fromiter call in the stream child (~2 MB transient)
-STREAM_GOAL_MB = 50
+MATRIX_TOOLS = ("bytepair", *PEERS)
+MATRIX_CORPORA = ("large", "code", "multilingual")
+THREADS_GOAL = 1.85  # bytepair's 2-thread / 1-thread batch rate on the large corpus
+MATRIX_RATIOS = ("fastest peer", "bp / fastest", "bp / gigatoken", "others %")
 
 
-def row(tool, call, threads, n_bytes, secs, tokens, note="", base_mb_s=None) -> dict:
-    mb = n_bytes / MB
-    keys = ("tool", "call", "threads", "mb", "mb_s", "inner_s", "tokens", "note", "base_mb_s")
-    return dict(
-        zip(keys, (tool, call, threads, mb, mb / secs, secs, tokens, note, base_mb_s), strict=True)
-    )
-
-
-def checksum(ids, offset: int) -> int:
-    """Order-sensitive sum of a block of ids at global position `offset` (mod 2**64)."""
+def pack_lists(lists) -> tuple:
+    """Lists of ids (tiktoken's output) as flat uint32 ids and int64 offsets."""
     import numpy as np
 
-    ids = np.asarray(ids, dtype=np.uint64)
-    weights = (np.arange(offset, offset + len(ids), dtype=np.uint64) % 65521) + 1
-    return int((ids * weights).sum(dtype=np.uint64))
+    lens = np.fromiter(map(len, lists), np.int64, len(lists))
+    offs = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum(lens, out=offs[1:])
+    flat = np.fromiter(itertools.chain.from_iterable(lists), np.uint32, int(offs[-1]))
+    return flat, offs
 
 
-def stream_worker(path: str) -> None:
-    """Child: RSS and speed of encode_iterable over a whole file, ids counted, not kept."""
-    import numpy as np
-
-    import bytepair
-
-    tok = bytepair.Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, special_tokens=[EOT])
-    list(tok.encode_iterable(["warm up, " * 100, EOT]))
-    gc.collect()
-    rss_before, process_peak = rss_mb(), peak_rss_mb()
-    hwm_ok = reset_peak_rss()
-    n_ids, total = 0, 0
-    with Timer() as t, open(path, encoding="utf-8") as f:
-        it = tok.encode_iterable(f)
-        while len(block := np.fromiter(itertools.islice(it, STREAM_BLOCK), np.uint32)):
-            total = (total + checksum(block, n_ids)) % (1 << 64)
-            n_ids += len(block)
-    peak = peak_rss_mb()
-    emit(
-        inner_s=t.s,
-        n_ids=n_ids,
-        checksum=total,
-        rss_before_mb=rss_before,
-        peak_mb=peak if hwm_ok else None,
-        process_peak_mb=max(peak, process_peak),
-    )
-
-
-def tiktoken_stream_reference(enc, path: str, threads: int) -> tuple[int, int]:
-    """(id count, checksum) of encode(whole file, allowed_special={EOT}) via tiktoken."""
-    n_ids, total, first = 0, 0, True
-    docs = iter_docs(path)
-    while batch := list(itertools.islice(docs, 2000)):
-        for ids in enc.encode_ordinary_batch(batch, num_threads=threads):
-            if not first:
-                ids = [enc.eot_token, *ids]  # the separator before this piece
-            first = False
-            total = (total + checksum(ids, n_ids)) % (1 << 64)
-            n_ids += len(ids)
-    return n_ids, total
-
-
-def verify(name, encode_batch, enc, chunks, threads) -> str:
-    """Compare ids with tiktoken's document by document; describe the outcome."""
-    n_diff, n_docs, example = 0, 0, ""
-    for chunk in chunks:
-        want = enc.encode_ordinary_batch(chunk, num_threads=threads)
-        for doc, a, b in zip(chunk, want, encode_batch(chunk), strict=True):
-            if a != b and not n_diff:
-                i = first_difference(a, b)
-                pos = len(enc.decode(a[:i]))
-                example = (
-                    f"; first: doc #{n_docs} token {i}: tiktoken {a[i : i + 4]} vs "
-                    f"{name} {b[i : i + 4]} at {doc[pos : pos + 30]!r}"
-                )
-            n_diff += a != b
-            n_docs += 1
-    if n_diff:
-        return f"{name} ids == tiktoken: NO  <-- {n_diff:,} of {n_docs:,} DOCS DIFFER{example}"
-    return f"{name} ids == tiktoken on every doc: yes, all {n_docs:,} docs"
-
-
-def gigatoken_tokenizer(enc):
-    """gigatoken's GPT-2 from a `.tiktoken` file written from tiktoken's ranks (None if gigatoken
-    is not installed)."""
-    try:
-        import gigatoken
-    except ImportError:
-        print("gigatoken not installed (pip install -e .[bench]) -- its rows skipped", flush=True)
-        return None
-    import base64
+def gpt2_tokenizer_json() -> str:
+    """GPT-2 as a `tokenizer.json`, made with HF tokenizers from GPT-2's files (for splintr)."""
     import tempfile
 
-    path = os.path.join(tempfile.mkdtemp(), "gpt2.tiktoken")
-    with open(path, "w") as f:
-        for token, rank in sorted(enc._mergeable_ranks.items(), key=lambda x: x[1]):
-            f.write(f"{base64.b64encode(token).decode()} {rank}\n")
-    return gigatoken.Tokenizer.from_tiktoken(path, pretokenizer="gpt2")
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    hf = Tokenizer(models.BPE.from_file(str(GPT2_VOCAB), str(GPT2_MERGES)))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    hf.save(path)
+    return path
 
 
-def _gt_batch(gt, parallel: bool):
-    """gigatoken's encode_batch (awkward arrays out) as lists of ids, for the id check."""
-    import awkward as ak
+def matrix_encoder(tool: str, encoding: str, threads: int) -> tuple:
+    """(encode, flat) for one tool: `encode(docs)` is the timed call, on a list of documents,
+    with the tool's flat-ids output (tiktoken has none: lists); `flat(out)` turns that into
+    (ids, int64 offsets) for the id check, untimed."""
+    import numpy as np
 
-    return lambda c: ak.to_list(gt.encode_batch(c, parallel=parallel))
+    def same(out):
+        return out
 
-
-def row_runs(enc, hf, tok, gt, docs, hf_docs, threads: int, hf_note: str) -> list[tuple]:
-    """Every single-call and batch row: (tool, call, threads, fn, docs, note), where `fn(docs)`
-    encodes the documents and returns the number of ids."""
-
-    def per_doc(fn):
-        """One call per document: the loop does nothing but the calls, for every tool alike."""
-        return lambda ds: sum(len(fn(d)) for d in ds)
-
-    def batched(fn):
-        return lambda ds: sum(sum(map(len, fn(c))) for c in chunks_by_bytes(ds, BATCH_BYTES))
-
-    def hf_batch(parallel: bool):
-        hf_n = batched(lambda c: [e.ids for e in hf.encode_batch(c, add_special_tokens=False)])
-
-        def run(ds):
-            os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
-            return hf_n(ds)
-
-        return run
-
-    T, batch_note, hf_1_note = threads, "8 MB batches", hf_note + "; TOKENIZERS_PARALLELISM=false"
-    tt_n = batched(lambda c: enc.encode_ordinary_batch(c, num_threads=T))
-    runs = [
-        ("tiktoken", "encode_ordinary", 1, per_doc(enc.encode_ordinary), docs, ""),
-        ("tiktoken", "encode_ordinary_batch", T, tt_n, docs, batch_note),
-    ]
-    if tok:
-        bp_batch_1 = batched(lambda c: tok.encode_batch(c, num_threads=1))
-        bp_batch_n = batched(lambda c: tok.encode_batch(c, num_threads=T))
-        runs += [
-            ("bytepair", "encode_ordinary", 1, per_doc(tok.encode_ordinary), docs, ""),
-            ("bytepair", "encode_batch", 1, bp_batch_1, docs, batch_note),
-            ("bytepair", "encode_batch", T, bp_batch_n, docs, batch_note),
-        ]
-        for n in (1, T):
-            bp_np = batched(lambda c, n=n: [tok.encode_batch_to_numpy(c, num_threads=n)[0]])
-            runs.append(("bytepair", "encode_batch_to_numpy", n, bp_np, docs, batch_note))
-        # special tokens as plain text (gigatoken has none here), with one constant set: a
-        # `set()` made per call cost the loop a garbage collection every ~700 calls
-        none = frozenset()
-        np_1 = per_doc(lambda d, f=tok.encode_to_numpy: f(d, allowed_special=none))
-        runs.append(("bytepair", "encode_to_numpy", 1, np_1, docs, "numpy per doc"))
-    if gt:
-        import awkward as ak
-
-        gt_n = {
-            n: batched(lambda c, p=n > 1: [ak.flatten(gt.encode_batch(c, parallel=p))])
-            for n in (1, T)
-        }
-        runs += [
-            ("gigatoken", "encode", 1, per_doc(gt.encode), docs, "numpy per doc"),
-            ("gigatoken", "encode_batch", 1, gt_n[1], docs, batch_note + ", awkward/numpy out"),
-            ("gigatoken", "encode_batch", T, gt_n[T], docs, batch_note + ", awkward/numpy out"),
-        ]
-    runs += [
-        ("HF tokenizers", "encode_batch", T, hf_batch(True), hf_docs, hf_note),
-        ("HF tokenizers", "encode_batch", 1, hf_batch(False), hf_docs, hf_1_note),
-    ]
-    return runs
-
-
-def throughput(args, runs: list[tuple]) -> list[dict]:
-    """MB/s of every row of `runs`, each timed in a process of its own (`row_worker`), the best
-    of `args.repeat` rounds of all rows (so tools take turns: a shared VM's speed can swing by a
-    third within minutes). Why a process per row: bytepair and gigatoken keep caches, and
-    allocators keep the memory earlier rows freed; in one shared process gigatoken's later rows
-    reused the pages its earlier ones had faulted in (a fifteenth of the system time) while
-    bytepair's tables came new from the kernel in every row. A row starts from nothing."""
-    best: dict[int, tuple] = {}
-    for _ in range(args.repeat):
-        for i, (tool, call, n_threads, _fn, _ds, _note) in enumerate(runs):
-            cmd = [
-                sys.executable,
-                os.path.abspath(__file__),
-                "--corpus",
-                args.corpus,
-                "--mb",
-                str(args.mb),
-                "--hf-mb",
-                str(args.hf_mb),
-                "--threads",
-                str(args.threads),
-                "--row-worker",
-                str(i),
-            ]
-            run = run_child(cmd, thread_env(args.threads), 3600)
-            if run["rc"] != 0 or not run["results"]:
-                err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
-                raise SystemExit(f"row {tool} {call} x{n_threads} failed: {err}")
-            r = run["results"][0]
-            print(f"  {tool} {call} x{n_threads}: {r['secs']:.2f} s", flush=True)
-            if i not in best or r["secs"] < best[i][0]:
-                best[i] = (r["secs"], r["n_tok"], r["others_pct"])
-    rows = []
-    for i, (tool, call, n_threads, _fn, ds, note) in enumerate(runs):
-        secs, n_tok, others = best[i]
-        note = f"{note}, best of {args.repeat}" if note else f"best of {args.repeat}"
-        rows.append(row(tool, call, n_threads, sum(len(d.encode()) for d in ds), secs, n_tok, note))
-        rows[-1]["others_pct"] = others
-    return rows
-
-
-def row_worker(args) -> None:
-    """Child: row `args.row_worker` of `row_runs`, with new tokenizers, warmed on the same ~1 MB
-    as every row, timed once."""
-    enc, hf, tok = load_tokenizers(args.threads)
-    gt = gigatoken_tokenizer(enc)
-    docs, hf_docs, warm = load_all_docs(args)
-    runs = row_runs(enc, hf, tok, gt, docs, hf_docs, args.threads, hf_note_of(args))
-    fn, ds = runs[args.row_worker][3:5]
-    fn(warm)
-    n_tok, t = timed(lambda: fn(ds))
-    emit(secs=t.s, n_tok=n_tok, others_pct=t.others_pct)
-
-
-def load_all_docs(args) -> tuple[list[str], list[str], list[str]]:
-    """The documents of the rows, HF's (fewer) and the ~1 MB every row is warmed on."""
-    docs = load_docs(args.corpus, int(args.mb * MB))[0]
-    hf_docs = load_docs(args.corpus, int(args.hf_mb * MB))[0]
-    return docs, hf_docs, load_docs(args.corpus, 1_000_000)[0]
-
-
-def hf_note_of(args) -> str:
-    return f"first {args.hf_mb:g} MB only (HF is slow)"
-
-
-def string_rows(args, enc, docs, tools) -> tuple[list[dict], list[str]]:
-    """One big string (the documents joined by EOT) per call: tiktoken.encode (EOTs as special
-    tokens), bytepair's encode_to_numpy (the same) and gigatoken's encode (EOTs as text, checked
-    against tiktoken's encode_ordinary); for the last two a new tokenizer (warmed on ~1 MB)
-    encodes the string cold, then again warm, in a process of its own each round
-    (`string_worker`); the best of `args.repeat` rounds, tools taking turns. Ids checked by count
-    and checksum."""
-    text = EOT.join(docs)
-    n = len(text.encode())
-    with Timer() as t_tt:
-        want = enc.encode(text, allowed_special={EOT})
-    tt = row("tiktoken", "encode(str)", 1, n, t_tt.s, len(want), "one string, EOTs included")
-    tt["others_pct"] = t_tt.others_pct
-    rows, checks = [tt], []
-    refs = {tool: want if tool == "bytepair" else enc.encode_ordinary(text) for tool in tools}
-    sums = {tool: checksum(ref, 0) for tool, ref in refs.items()}
-    best: dict[tuple[str, str], tuple] = {}
-    same = dict.fromkeys(tools, True)
-    for _ in range(args.repeat):
-        for tool in tools:  # tools take turns, as in `throughput`
-            cmd = [
-                sys.executable,
-                os.path.abspath(__file__),
-                "--corpus",
-                args.corpus,
-                "--mb",
-                str(args.mb),
-                "--string-worker",
-                tool,
-            ]
-            run = run_child(cmd, thread_env(1), 3600)
-            if run["rc"] != 0 or not run["results"]:
-                err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
-                raise SystemExit(f"{tool} one-string child failed: {err}")
-            for r in run["results"]:
-                ok = (r["n_ids"], r["checksum"]) == (len(refs[tool]), sums[tool])
-                same[tool] = same[tool] and ok
-                k = (tool, r["kind"])
-                if k not in best or r["secs"] < best[k][0]:
-                    best[k] = (r["secs"], r["others_pct"], r["dtype"])
-    for tool in tools:
-        call = "encode_to_numpy(str)" if tool == "bytepair" else "encode(str)"
-        what = "EOTs included" if tool == "bytepair" else "EOTs as text"
-        for kind, how in (("cold", "a new tokenizer"), ("warm", "the same string again")):
-            secs, others, dtype = best[tool, kind]
-            note = f"one string, {what}, dtype {dtype}, best of {args.repeat}, {kind}: {how}"
-            rows.append(row(tool, call, 1, n, secs, len(refs[tool]), note, tt["mb_s"]))
-            rows[-1]["others_pct"] = others
-        ref_name = "encode" if tool == "bytepair" else "encode_ordinary"
-        checks.append(
-            f"{tool} {call} ids == tiktoken.{ref_name} (cold and warm): {_yes(same[tool])}"
-        )
-    return rows, checks
-
-
-def string_worker(args) -> None:
-    """Child: one tool's cold and warm encode of the big string (see `string_rows`)."""
-    docs, _, warm = load_all_docs(args)
-    text = EOT.join(docs)
-    if args.string_worker == "bytepair":
-        tok = load_bytepair()
-        tok.encode_to_numpy(warm[0] + EOT + warm[1])
-        call = tok.encode_to_numpy
-    else:
+    if tool == "bytepair":
+        tok = load_bytepair_named(encoding)
+        return (lambda docs: tok.encode_batch_to_numpy(docs, num_threads=threads)), same
+    if tool == "tiktoken":
         import tiktoken
 
-        tok = gigatoken_tokenizer(tiktoken.get_encoding("gpt2"))
-        tok.encode(warm[0])
-        call = tok.encode
-    for kind in ("cold", "warm"):
-        ids, t = timed(lambda: call(text))
-        emit(
-            kind=kind,
-            secs=t.s,
-            others_pct=t.others_pct,
-            n_ids=len(ids),
-            checksum=checksum(ids, 0),
-            dtype=str(ids.dtype),
+        enc = tiktoken.get_encoding(encoding)
+        return (lambda docs: enc.encode_ordinary_batch(docs, num_threads=threads)), pack_lists
+    if tool == "gigatoken":
+        import awkward as ak
+        import tiktoken
+
+        gt = gigatoken_tokenizer(tiktoken.get_encoding(encoding))
+
+        def gt_encode(docs):
+            out = gt.encode_batch(docs, parallel=threads > 1)  # awkward ragged array
+            return ak.to_numpy(ak.flatten(out)), ak.to_numpy(ak.num(out))
+
+        def gt_flat(out):
+            offs = np.zeros(len(out[1]) + 1, np.int64)
+            np.cumsum(out[1], out=offs[1:])
+            return out[0], offs
+
+        return gt_encode, gt_flat
+    if tool == "toktok":
+        import toktok
+
+        tt = toktok._encoding(encoding)  # its loader of a built-in encoding
+        return (lambda docs: tt.encode_batch_to_numpy(docs, threads, False)), same
+    if tool == "quicktok":
+        import quicktok
+
+        qt = quicktok.get_encoding(encoding)
+        return (lambda docs: qt.encode_batch(docs, threads=threads)), same
+    if tool == "splintr":
+        import splintr  # threads: RAYON_NUM_THREADS, set by thread_env
+
+        if encoding == "gpt2":
+            sp = splintr.from_json(gpt2_tokenizer_json())
+        else:
+            sp = splintr.Tokenizer.from_pretrained(encoding)
+
+        def sp_encode(docs):
+            ids, offs = sp.encode_batch_flat(docs)
+            return np.frombuffer(ids, np.uint32), np.frombuffer(offs, np.uint64)
+
+        return sp_encode, same
+    raise SystemExit(f"unknown tool {tool!r}")
+
+
+def matrix_worker(args) -> None:
+    """Child: one tool, encoding, corpus and thread count. A new tokenizer, warmed on the
+    corpus's first ~1 MB, encodes the first `--mb` MB in ~8 MB batches of documents; only the
+    calls are timed. Per-document checksums of the ids go to the .npy file given."""
+    tool, encoding, corpus, threads_s, out_path = args.matrix_worker
+    threads = int(threads_s)
+    pinned = pin_to_one_core(0) if threads == 1 else False
+    import numpy as np
+
+    docs = load_docs(corpus, int(args.mb * MB) if args.mb else None)[0]
+    encode, flat = matrix_encoder(tool, encoding, threads)
+    encode(load_docs(corpus, 1_000_000)[0])
+    secs, busy, sums, dtype = 0.0, 0.0, [], ""
+    for batch in chunks_by_utf8(docs, BATCH_BYTES):
+        gc.collect()
+        with Timer() as t:
+            out = encode(batch)
+        secs += t.s
+        busy += t.others_pct * t.s
+        ids, offs = flat(out)
+        dtype = str(ids.dtype)
+        sums.append(doc_sums(ids, offs, len(batch)))
+        del out, ids, offs
+    table = np.concatenate(sums)
+    np.save(out_path, table)
+    emit(
+        secs=secs,
+        others_pct=busy / secs if secs else 0.0,
+        n_bytes=sum(len(d.encode()) for d in docs),
+        n_docs=len(docs),
+        n_tok=int(table[:, 0].sum()),
+        dtype=dtype,
+        pinned=pinned,
+    )
+
+
+def run_matrix(args, corpora: dict[str, str], work: str) -> dict:
+    """Every (encoding, corpus, threads, tool) row, each in a process of its own, tools taking
+    turns, the best of `args.repeat` rounds; each tool's ids checked against tiktoken's,
+    document by document, in every round."""
+    import numpy as np
+
+    tools = available_tools(args.tools)
+    if "tiktoken" not in tools:
+        raise SystemExit("tiktoken is the reference of the id checks: pip install tiktoken")
+    tools = [t for t in tools if t != "tiktoken"] + ["tiktoken"]  # the reference last
+    groups = [(e, c, n) for e in args.encodings for c in corpora for n in args.threads]
+    best: dict[tuple, dict] = {}
+    diffs: dict[tuple, str | None] = {}
+    failed: dict[tuple, str] = {}
+    for rnd in range(args.repeat):
+        print(f"round {rnd + 1} of {args.repeat}", flush=True)
+        for enc, corpus, n in groups:
+            files = {}
+            for tool in tools:
+                key = (enc, corpus, n, tool)
+                if enc not in encodings_of(tool) or key in failed:
+                    continue
+                files[tool] = os.path.join(work, f"{tool}-{enc}-{corpus}-{n}.npy")
+                cmd = [sys.executable, os.path.abspath(__file__), "--mb", str(args.mb)]
+                cmd += ["--matrix-worker", tool, enc, corpora[corpus], str(n), files[tool]]
+                run = run_child(cmd, thread_env(n), args.timeout)
+                if run["rc"] != 0 or not run["results"]:
+                    failed[key] = child_error(run)
+                    print(f"  {enc} {corpus} x{n} {tool}: FAILED {failed[key]}", flush=True)
+                    files.pop(tool)
+                    continue
+                r = run["results"][0]
+                r["mb_s"] = r["n_bytes"] / MB / r["secs"]
+                print(f"  {enc} {corpus} x{n} {tool}: {r['mb_s']:.1f} MB/s", flush=True)
+                if key not in best or r["secs"] < best[key]["secs"]:
+                    best[key] = r
+            if "tiktoken" not in files:
+                continue
+            ref = np.load(files["tiktoken"])
+            for tool, path in files.items():
+                key = (enc, corpus, n, tool)
+                diff = compare_docs(ref, np.load(path))
+                if diffs.get(key) is None:
+                    diffs[key] = diff  # the first round that differed, if any
+            for path in files.values():
+                os.remove(path)
+    rows = []
+    for (enc, corpus, n, tool), r in best.items():
+        key = (enc, corpus, n, tool)
+        rows.append(
+            dict(
+                encoding=enc,
+                corpus=corpus,
+                threads=n,
+                tool=tool,
+                mb=r["n_bytes"] / MB,
+                mb_s=r["mb_s"],
+                secs=r["secs"],
+                tokens=r["n_tok"],
+                docs=r["n_docs"],
+                dtype=r["dtype"],
+                pinned=r["pinned"],
+                others_pct=r["others_pct"],
+                exact=key in diffs and diffs[key] is None,
+                difference=diffs.get(key, "not checked"),
+            )
         )
-        del ids
-
-
-def timed(fn) -> tuple:
-    """`fn()` timed once: (its result, the Timer)."""
-    gc.collect()
-    with Timer() as t:
-        out = fn()
-    return out, t
-
-
-def _yes(ok: bool) -> str:
-    return "yes" if ok else "NO  <-- MISMATCH"
-
-
-def stream_rows(enc, corpus: str, threads: int, check: bool) -> tuple[list[dict], list[str]]:
-    """encode_iterable over the whole file in a fresh child; optionally check its ids."""
-    print("  encode_iterable streaming child over the whole file ...", flush=True)
-    cmd = [sys.executable, os.path.abspath(__file__), "--stream-worker", corpus]
-    run = run_child(cmd, thread_env(threads), 7200)
-    if run["rc"] != 0 or not run["results"]:
-        err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
-        return [], [f"encode_iterable child FAILED rc={run['rc']}: {err}  <-- MISMATCH"]
-    s = run["results"][0]
-    growth = (s["peak_mb"] if s["peak_mb"] is not None else float("nan")) - s["rss_before_mb"]
-    verdict = "OK" if growth < STREAM_GOAL_MB else "OVER"
-    note = (
-        f"RSS {s['rss_before_mb']:.0f} MB before, peak +{growth:.1f} MB ({verdict}: goal "
-        f"< {STREAM_GOAL_MB} MB); child peak RSS {s['process_peak_mb']:.0f} MB"
-    )
-    size = os.path.getsize(corpus)
-    rows = [row("bytepair", "encode_iterable(file)", None, size, s["inner_s"], s["n_ids"], note)]
-    rows[0]["others_pct"] = run["others_pct"]  # over the whole child, setup included
-    if not check:
-        return rows, []
-    print("  tiktoken over the whole file to check the stream ...", flush=True)
-    n_ref, sum_ref = tiktoken_stream_reference(enc, corpus, threads)
-    same = (n_ref, sum_ref) == (s["n_ids"], s["checksum"])
-    what = "encode_iterable ids == tiktoken.encode(whole file) (count + weighted checksum)"
-    counts = "" if same else f" ({s['n_ids']:,} ids vs {n_ref:,})"
-    return rows, [f"{what}: {_yes(same)}{counts}"]
-
-
-def report(rows: list[dict], checks: list[str], corpus: str) -> None:
-    same_threads = {
-        r["threads"]: r["mb_s"]
-        for r in rows
-        if r["tool"] == "tiktoken" and r["call"].startswith("encode_ordinary")
+    return {
+        "tools": tools,
+        "rows": rows,
+        "failed": {" ".join(map(str, k)): v for k, v in failed.items()},
     }
-    for r in rows:
-        base = r["base_mb_s"] or same_threads.get(r["threads"])
-        r["vs_tiktoken"] = r["mb_s"] / base if base else None
-    keys = ["tool", "call", "threads", "mb", "mb_s", "vs_tiktoken", "tokens", "others_pct", "note"]
-    print_table(
-        ["tool", "call", "threads", "MB", "MB/s", "vs tiktoken", "tokens", "others %", "notes"],
-        [[r[k] for k in keys] for r in rows],
-        title=f"Encoding, GPT-2 vocab, {os.path.basename(corpus)}; MB = 1e6 bytes of "
-        "text; vs tiktoken = MB/s / tiktoken's MB/s with the same threads "
-        "(encode_to_numpy: / tiktoken.encode of the same string); others % = share of "
-        "the machine's CPU used by other processes meanwhile (noise)",
-    )
+
+
+def matrix_report(args, res: dict) -> list[str]:
+    """The summary tables; returns the check lines (printed too)."""
+    tools, rows = res["tools"], res["rows"]
+    at = {(r["encoding"], r["corpus"], r["threads"], r["tool"]): r for r in rows}
+    keys = list(dict.fromkeys((r["encoding"], r["corpus"]) for r in rows))
+    failed = res["failed"]
+    for n in args.threads:
+        table = []
+        for enc, corpus in keys:
+            cells: list = [enc, corpus]
+            mb = next(
+                (at[enc, corpus, n, t]["mb"] for t in tools if (enc, corpus, n, t) in at), None
+            )
+            cells.append(mb)
+            exact_peers = {}
+            for tool in tools:
+                r = at.get((enc, corpus, n, tool))
+                if r is None:
+                    na = enc not in encodings_of(tool)
+                    cells.append(
+                        "n/a" if na else "failed" if f"{enc} {corpus} {n} {tool}" in failed else ""
+                    )
+                elif r["exact"]:
+                    cells.append(round(r["mb_s"], 1))
+                    if tool != "bytepair":
+                        exact_peers[tool] = r["mb_s"]
+                else:
+                    cells.append(f"{r['mb_s']:.1f} *")
+            bp = at.get((enc, corpus, n, "bytepair"))
+            fastest = max(exact_peers, key=exact_peers.__getitem__, default=None)
+            ratio = bp["mb_s"] / exact_peers[fastest] if bp and fastest else None
+            gt = at.get((enc, corpus, n, "gigatoken"))
+            busy = [at[k]["others_pct"] for t in tools if (k := (enc, corpus, n, t)) in at]
+            cells += [
+                fastest or "",
+                round(ratio, 2) if ratio else "",
+                round(bp["mb_s"] / gt["mb_s"], 2) if bp and gt else "",
+                round(max(busy), 1) if busy else "",
+            ]
+            table.append(cells)
+        how = "1 thread, pinned to CPU 0" if n == 1 else f"{n} threads"
+        print_table(
+            [*("encoding", "corpus", "MB"), *tools, *MATRIX_RATIOS],
+            table,
+            title=f"Encoding MB/s (1e6 bytes of text per second), {how}: ~8 MB batches of "
+            f"documents, flat ids out (tiktoken: lists), best of {args.repeat}; * = ids differ "
+            "from tiktoken's (inexact: not counted as fastest); others % = the most any row saw of "
+            "the machine's CPU used by other processes (noise)",
+        )
+    if len(args.threads) > 1:
+        lo, hi = min(args.threads), max(args.threads)
+        table = []
+        for enc, corpus in keys:
+            a, b = at.get((enc, corpus, lo, "bytepair")), at.get((enc, corpus, hi, "bytepair"))
+            if a and b:
+                ratio = b["mb_s"] / a["mb_s"]
+                goal = "" if corpus != "large" else ("yes" if ratio >= THREADS_GOAL else "NO")
+                table.append(
+                    [enc, corpus, round(a["mb_s"], 1), round(b["mb_s"], 1), round(ratio, 2), goal]
+                )
+        print_table(
+            [
+                "encoding",
+                "corpus",
+                f"bytepair x{lo}",
+                f"bytepair x{hi}",
+                f"x{hi} / x{lo}",
+                f"large >= {THREADS_GOAL}",
+            ],
+            table,
+            title=f"bytepair's thread scaling: encode_batch_to_numpy, {hi} threads / {lo} (pinned)",
+        )
+    checks = []
+    for tool in tools[:-1]:  # all but tiktoken, the reference
+        mine = [r for r in rows if r["tool"] == tool]
+        bad = [r for r in mine if not r["exact"]]
+        if mine and not bad:  # a tool without these encodings has no rows to vouch for
+            checks.append(f"{tool} ids == tiktoken on every document, all {len(mine)} rows: yes")
+        for r in bad:
+            what = "MISMATCH" if tool == "bytepair" else "inexact"
+            checks.append(
+                f"{tool} ids == tiktoken, {r['encoding']} {r['corpus']} x{r['threads']}: NO  "
+                f"<-- {what}: {r['difference']}"
+            )
+    for key, err in failed.items():
+        checks.append(
+            f"{key}: FAILED {err}" + ("  <-- MISMATCH" if key.endswith("bytepair") else "")
+        )
     print()
     for c in checks:
         print(c)
-
-
-def load_tokenizers(threads: int):
-    """tiktoken gpt2, HF BPE and bytepair (None if not importable), all from GPT-2's files."""
-    os.environ.update(thread_env(threads))  # before tokenizers builds its thread pool
-    import tiktoken
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
-    enc = tiktoken.get_encoding("gpt2")
-    hf = Tokenizer(models.BPE.from_file(str(GPT2_VOCAB), str(GPT2_MERGES)))
-    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # GPT-2 regex
-    hf.decoder = decoders.ByteLevel()
-    bp_error = bytepair_import_error()
-    if bp_error:
-        print(f"bytepair not importable: {bp_error} -- bytepair rows skipped", flush=True)
-        return enc, hf, None
-    return enc, hf, load_bytepair()
-
-
-def load_bytepair():
-    """bytepair's GPT-2 tokenizer, from GPT-2's files."""
-    import bytepair
-
-    return bytepair.Tokenizer.from_files(GPT2_VOCAB, GPT2_MERGES, special_tokens=[EOT])
-
-
-def id_checks(enc, hf, tok, rows, docs, hf_docs, threads: int) -> list[str]:
-    """bytepair (every doc, and every run's token count) and HF (its slice) vs tiktoken."""
-    checks = []
-    if tok:
-        bp_batch = functools.partial(tok.encode_batch, num_threads=threads)
-        chunks = chunks_by_bytes(docs, BATCH_BYTES)
-        checks.append(verify("bytepair encode_batch", bp_batch, enc, chunks, threads))
-        want = rows[0]["tokens"]  # tiktoken encode_ordinary over all docs
-        for r in rows:
-            if r["tool"] == "bytepair" and r["tokens"] != want:
-                checks.append(
-                    f"bytepair {r['call']} x{r['threads']}: {r['tokens']:,} tokens "
-                    f"!= tiktoken {want:,}  <-- MISMATCH"
-                )
-
-    def hf_batch(c):
-        return [e.ids for e in hf.encode_batch(c, add_special_tokens=False)]
-
-    checks.append(verify("HF", hf_batch, enc, chunks_by_bytes(hf_docs, BATCH_BYTES), threads))
     return checks
 
 
-def goals(rows: list[dict]) -> dict:
-    """bytepair against gigatoken in one corpus's rows, single-threaded, numpy out against
-    numpy out (per document; one string, cold and warm; 8 MB batches), and bytepair's own
-    batch scaling from 1 thread to the most: the ratios its speed targets are stated in."""
-
-    def mb_s(tool, call, threads, note=""):
-        found = [
-            r["mb_s"]
-            for r in rows
-            if (r["tool"], r["threads"]) == (tool, threads)
-            and r["call"].startswith(call)
-            and note in r["note"]
-        ]
-        return found[0] if found else None
-
-    def ratio(a, b):
-        return round(a / b, 3) if a and b else None
-
-    most = max((r["threads"] or 1 for r in rows if r["tool"] == "bytepair"), default=1)
-    pairs = {
-        "per doc": (("encode_to_numpy", 1, "per doc"), ("encode", 1, "per doc")),
-        "one string, new": (("encode_to_numpy(str)", 1, "cold"), ("encode(str)", 1, "cold")),
-        "one string, warm": (("encode_to_numpy(str)", 1, "warm"), ("encode(str)", 1, "warm")),
-        "batches x1": (("encode_batch_to_numpy", 1, ""), ("encode_batch", 1, "")),
-        f"batches x{most}": (("encode_batch_to_numpy", most, ""), ("encode_batch", most, "")),
-    }
-    out = {k: ratio(mb_s("bytepair", *bp), mb_s("gigatoken", *gt)) for k, (bp, gt) in pairs.items()}
-    batch = ("bytepair", "encode_batch_to_numpy")
-    out[f"bytepair x{most} / x1"] = ratio(mb_s(*batch, most), mb_s(*batch, 1))
-    return out
-
-
-def run_corpus(args) -> tuple[list[dict], list[str]]:
-    """Every row and check of `args.corpus`, printed."""
-    enc, hf, tok = load_tokenizers(args.threads)
-    gt = gigatoken_tokenizer(enc)
-    docs, hf_docs, _ = load_all_docs(args)
-    mb, hf_mb = (sum(len(d.encode()) for d in ds) / MB for ds in (docs, hf_docs))
-    print(
-        f"{os.path.basename(args.corpus)}: first {mb:.1f} MB, {len(docs):,} docs "
-        f"(HF: first {hf_mb:.1f} MB, {len(hf_docs):,} docs)",
-        flush=True,
-    )
-    runs = row_runs(enc, hf, tok, gt, docs, hf_docs, args.threads, hf_note_of(args))
-    rows = throughput(args, runs)
-    checks = id_checks(enc, hf, tok, rows, docs, hf_docs, args.threads)
-    if gt:
-        chunks = chunks_by_bytes(docs, BATCH_BYTES)
-        checks.append(verify("gigatoken", _gt_batch(gt, True), enc, chunks, args.threads))
-    tools = [name for name, t in (("bytepair", tok), ("gigatoken", gt)) if t]
-    more_rows, more_checks = string_rows(args, enc, docs, tools)
-    rows, checks = rows + more_rows, checks + more_checks
-    gc.collect()
-    if tok and not args.no_stream:
-        more_rows, more_checks = stream_rows(
-            enc, args.corpus, args.threads, not args.no_stream_check
-        )
-        rows, checks = rows + more_rows, checks + more_checks
-    report(rows, checks, args.corpus)
-    return rows, checks
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--corpus", nargs="+", default=[str(CORPUS_DIR / "large.txt")], type=common.corpus_path
-    )
-    ap.add_argument("--mb", type=float, default=100, help="first N MB (document boundary)")
-    ap.add_argument("--hf-mb", type=float, default=10, help="HF is slow: first N MB only")
-    ap.add_argument("--threads", type=int, default=2, help="threads of the batch rows")
-    ap.add_argument("--no-stream", action="store_true", help="skip the encode_iterable child")
-    ap.add_argument("--no-stream-check", action="store_true", help="skip the stream's id check")
-    ap.add_argument("--repeat", type=int, default=3, help="rounds of every row; the best")
-    ap.add_argument("--json", help="write the rows, checks and summary here")
-    ap.add_argument("--stream-worker", help=argparse.SUPPRESS)
-    ap.add_argument("--row-worker", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--string-worker", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    corpora, args.corpus = args.corpus, args.corpus[0]  # the children get one corpus each
-    if args.stream_worker:
-        stream_worker(args.stream_worker)
-        return 0
-    if args.row_worker is not None:
-        row_worker(args)
-        return 0
-    if args.string_worker:
-        string_worker(args)
-        return 0
+def run_sections(args) -> int:
+    """The sections of `args.sections`, printed; the exit code (1 on a bytepair mismatch)."""
+    corpora = {}
+    for name in args.corpus:
+        path = common.corpus_named(name)
+        corpora[os.path.splitext(os.path.basename(path))[0]] = path
+    extra = dict(corpora)  # the short texts and the CLI also read these two
+    for name in ("large", "multilingual"):
+        if name not in extra:
+            try:
+                extra[name] = common.corpus_named(name)
+            except argparse.ArgumentTypeError:
+                pass
+    os.environ.update(thread_env(1))  # TIKTOKEN_CACHE_DIR for this process's own tiktoken
     print(common.describe_env(), flush=True)
-    results = {}
-    for corpus in corpora:
-        args.corpus = corpus
-        rows, checks = run_corpus(args)
-        results[os.path.basename(corpus)] = {"rows": rows, "checks": checks, "goals": goals(rows)}
-        print(flush=True)
-    summary = [[name, *r["goals"].values()] for name, r in results.items()]
-    heads = list(next(iter(results.values()))["goals"])
-    print_table(
-        ["corpus", *heads],
-        summary,
-        title="bytepair MB/s / gigatoken MB/s (numpy out, 1 thread unless xN), and "
-        "bytepair's batch scaling; all from the rows above",
-    )
+    import shutil
+    import tempfile
+
+    work = tempfile.mkdtemp(prefix="encode-matrix-")
+    results: dict = {"args": {k: v for k, v in vars(args).items() if not k.startswith("_")}}
+    checks: list[str] = []
+    t0 = time.perf_counter()
+    try:
+        if "matrix" in args.sections:
+            res = run_matrix(args, corpora, work)
+            checks += matrix_report(args, res)
+            results["matrix"] = res
+        if "short" in args.sections:
+            results["short"], more = encode_calls.run_short(args, extra)
+            checks += more
+        if "cli" in args.sections:
+            if "large" not in extra:
+                checks.append("CLI section: no large corpus  <-- MISMATCH")
+            else:
+                results["cli"], more = encode_calls.run_cli(args, extra, work)
+                checks += more
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results["checks"] = checks
+    results["wall_s"] = time.perf_counter() - t0
+    print(f"\n{results['wall_s'] / 60:.1f} min in all", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
-    bad = [c for r in results.values() for c in r["checks"] if "NO  <--" in c or "MISMATCH" in c]
-    return 1 if bad else 0
+    return 1 if any("MISMATCH" in c for c in checks) else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # `--matrix` must not pass for the hidden `--matrix-worker`
+    )
+    ap.add_argument(
+        "--corpus",
+        nargs="+",
+        type=common.corpus_named,
+        help="names in the corpus dir or paths (default: large code multilingual)",
+    )
+    ap.add_argument("--mb", type=float, default=30, help="first N MB (document boundary)")
+    ap.add_argument("--repeat", type=int, default=2, help="rounds of every row; the best")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[1, os.cpu_count() or 1],
+        help="thread counts (default: 1 and the CPU count)",
+    )
+    ap.add_argument("--encodings", nargs="+", choices=ENCODINGS, default=list(ENCODINGS))
+    ap.add_argument("--tools", nargs="+", choices=MATRIX_TOOLS, default=list(MATRIX_TOOLS))
+    ap.add_argument(
+        "--sections",
+        nargs="+",
+        choices=("matrix", "short", "cli"),
+        default=["matrix", "short", "cli"],
+        help="the tables to make",
+    )
+    ap.add_argument("--short-calls", type=int, default=20_000, help="calls per timed loop")
+    ap.add_argument("--short-rounds", type=int, default=5, help="timed loops; the median")
+    ap.add_argument("--cli-mb", type=float, default=100, help="the CLI's input, MB")
+    ap.add_argument("--timeout", type=float, default=3600, help="per child, seconds")
+    ap.add_argument("--json", help="write the rows, checks and summary here")
+    ap.add_argument("--matrix-worker", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--short-worker", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.matrix_worker:
+        matrix_worker(args)
+        return 0
+    if args.short_worker:
+        encode_calls.short_worker(args)
+        return 0
+    args.corpus = args.corpus or [common.corpus_named(c) for c in MATRIX_CORPORA]
+    return run_sections(args)
 
 
 if __name__ == "__main__":

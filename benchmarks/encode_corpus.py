@@ -80,7 +80,7 @@ def _gigatoken(corpus: str, out: str, threads: int):
     import gigatoken
     import numpy as np
     import tiktoken
-    from encode import gigatoken_tokenizer
+    from common import gigatoken_tokenizer
 
     gt = gigatoken_tokenizer(tiktoken.get_encoding("gpt2"))
 
