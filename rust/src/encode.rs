@@ -6,8 +6,7 @@
 //!
 //! Performance notes: a cache maps a pretoken's bytes to its ids (`cache.rs`; ~90% of pretokens
 //! of 2+ bytes hit it on real text). Calls take warm caches from a small pool and give them
-//! back, one per thread they run on; `encode_batch` gives each worker its own, and on 2+
-//! threads one more that they share for short pretokens (`shared.rs`).
+//! back, one per thread they run on; `encode_batch` gives each worker its own.
 
 mod batch;
 mod cache;
@@ -17,7 +16,6 @@ mod merge;
 mod pair_table;
 mod parts;
 mod pieces;
-mod shared;
 mod text;
 
 use crate::pretokenize::PretokenizeError;

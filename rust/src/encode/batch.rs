@@ -215,17 +215,10 @@ impl Encoder {
         let pool = self.pool(num_threads)?;
         let threads = pool.current_num_threads();
         let set = self.resolve(set);
-        let shared = match threads {
-            1 => None,
-            _ => self.take_shared((0..texts.count()).map(|i| texts.size(i)).sum()),
-        };
         let caches: Vec<Mutex<Cache>> = self
             .take_caches(threads, cache::entries_per_thread(threads))
             .into_iter()
-            .map(|mut cache| {
-                cache.shared = shared.clone();
-                Mutex::new(cache)
-            })
+            .map(Mutex::new)
             .collect();
         let encode_run =
             |run: &[Task<'_>], out| self.encode_run(texts, set, &caches, run, out, finish);
@@ -265,12 +258,11 @@ impl Encoder {
                 break Err(EncodeError::Interrupted);
             }
         };
-        self.give_back(caches.into_iter().map(|c| {
-            let mut cache = c.into_inner().unwrap_or_else(|p| p.into_inner());
-            cache.shared = None;
-            cache
-        }));
-        self.give_back_shared(shared);
+        self.give_back(
+            caches
+                .into_iter()
+                .map(|c| c.into_inner().unwrap_or_else(|p| p.into_inner())),
+        );
         result
     }
 
@@ -351,38 +343,6 @@ mod tests {
             assert_eq!(all, got.concat());
             assert!(threads == 1 || ids.runs.len() > 2, "{}", ids.runs.len());
         }
-    }
-
-    #[test]
-    fn threads_sharing_a_cache_give_each_text_its_ids() {
-        // thousands of distinct short words (past the first shared table's 3/4: the rest go to
-        // each thread's cache), words of 5+ ids and of 16+ bytes (always each thread's own),
-        // repeated across texts so that threads find what others merged; three calls, the
-        // shared cache kept and grown between them
-        let enc = toy();
-        let word = |k: usize| match k % 7 {
-            0 => format!(" {}", "a".repeat(16 + k % 9)),
-            1 => format!(" a{}bcd", k % 50),
-            _ => format!(" {}{}", "a".repeat(k % 5), k % 4000),
-        };
-        let texts: Vec<String> = (0..400)
-            .map(|t| (0..60).map(|w| word(t * 37 + w * 101)).collect())
-            .collect();
-        let want: Vec<Vec<TokenId>> = texts
-            .iter()
-            .map(|t| enc.encode(t, &None).unwrap())
-            .collect();
-        for round in 0..3 {
-            for threads in [2, 3] {
-                let ids = enc
-                    .encode_batch(&texts[..], &None, threads, &mut || true)
-                    .unwrap();
-                let got: Vec<Vec<TokenId>> = ids.texts().into_iter().map(|t| t.to_vec()).collect();
-                assert_eq!(got, want, "round {round}, {threads} threads");
-            }
-        }
-        let kept = enc.spare_shared.lock().unwrap();
-        assert!(kept.as_ref().is_some_and(|s| s.len() > 3000));
     }
 
     #[test]

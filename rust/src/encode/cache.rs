@@ -3,10 +3,7 @@
 //! or spilled, tails of longer pretokens, and long words by their bytes; what to do on a miss
 //! (BPE, `merge.rs`) and which cache a call uses (`encoder.rs`) are the caller's.
 
-use std::sync::Arc;
-
 use super::parts::RecentParts;
-use super::shared::SharedCache;
 use crate::types::{FastMap, TokenId};
 
 /// Pretokens longer than 15 bytes are cached by their bytes up to this length, while their
@@ -122,8 +119,6 @@ pub struct Cache {
     pub batch: Option<Box<Batch>>,
     /// Parts of long pretokens of superword tokenizers (made at first use).
     pub parts: RecentParts,
-    /// The cache of short pretokens shared by the threads of a batch call, during the call.
-    pub shared: Option<Arc<SharedCache>>,
 }
 
 /// A slot: a key (`key_at`; 0: empty) and up to `INLINE` ids, the unused ones `NONE`; or, for
@@ -192,7 +187,7 @@ impl Slot {
 /// How many of `ids` are not `NONE` (the used ones come first): one SIMD compare, where a sum
 /// of four compares was 9 instructions of a ~20-instruction lookup.
 #[inline(always)]
-pub(super) fn inline_len(ids: &[TokenId; INLINE]) -> usize {
+fn inline_len(ids: &[TokenId; INLINE]) -> usize {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE2 is part of the x86-64 baseline; the load reads the 16 bytes of `ids`.
     unsafe {
@@ -206,7 +201,7 @@ pub(super) fn inline_len(ids: &[TokenId; INLINE]) -> usize {
     ids.iter().take_while(|&&id| id != NONE).count()
 }
 
-pub(super) const INLINE: usize = 4;
+const INLINE: usize = 4;
 /// Not an id (`Encoder::new` refuses it): unused inline ids, and the mark of spilled slots.
 pub const NONE: TokenId = TokenId::MAX;
 /// Slots of a new cache (128 KB).
@@ -241,7 +236,6 @@ impl Default for Cache {
             limit: ENTRIES,
             batch: None,
             parts: RecentParts::default(),
-            shared: None,
         }
     }
 }

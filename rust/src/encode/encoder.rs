@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use super::cache::{self, Cache};
 use super::pair_table::PairTable;
 use super::parts::{Joins, Phases};
-use super::shared::SharedCache;
 use super::{EncodeError, CHECK_EVERY};
 use crate::pretokenize::{Pretokenizer, Specials};
 use crate::types::{FastMap, Pair, TokenId};
@@ -41,8 +40,6 @@ pub struct Encoder {
     /// Warm caches kept between calls (`encode_iterable` and batched callers make many): a call
     /// takes one per thread it runs on and gives them back; a call that finds none makes one.
     pub(super) spare_caches: Mutex<Vec<Cache>>,
-    /// The cache that the threads of batch calls share, kept between calls (see `shared.rs`).
-    pub(super) spare_shared: Mutex<Option<SharedCache>>,
     /// The thread pool of the last batch call, and the process that made it (see `pool`).
     pub(super) pool: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
 }
@@ -86,7 +83,6 @@ impl Encoder {
             phases,
             decoder,
             spare_caches: Mutex::new(Vec::new()),
-            spare_shared: Mutex::new(None),
             pool: Mutex::new(None),
         })
     }
@@ -249,30 +245,6 @@ impl Encoder {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
-        *self.spare_shared.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// The shared cache for a batch call of about `bytes` of text: the kept one, grown for
-    /// them; None if memory is short.
-    pub(super) fn take_shared(&self, bytes: usize) -> Option<Arc<SharedCache>> {
-        let kept = self
-            .spare_shared
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        let more = bytes / BYTES_PER_ENTRY;
-        let shared = match kept {
-            Some(kept) => kept.reserve(more, cache::ENTRIES),
-            None => SharedCache::new(more.min(cache::ENTRIES))?,
-        };
-        Some(Arc::new(shared))
-    }
-
-    /// Keeps the shared cache of a call that has ended (its workers hold it no more).
-    pub(super) fn give_back_shared(&self, shared: Option<Arc<SharedCache>>) {
-        if let Some(shared) = shared.and_then(|s| Arc::try_unwrap(s).ok()) {
-            *self.spare_shared.lock().unwrap_or_else(|p| p.into_inner()) = Some(shared);
-        }
     }
 
     /// Keeps caches for later calls: at most `MAX_SPARE_CACHES`, of `SPARE_BYTES` in all.

@@ -6,7 +6,6 @@
 use super::cache::{self, Batch, Cache, AHEAD, BATCH, LONG_WORD, TAIL_MAX};
 use super::merge::{self, SHORT};
 use super::parts::RecentParts;
-use super::shared::SharedCache;
 
 /// Words longer than this are encoded in two phases when the tokenizer has them (`Phases`):
 /// the plain loop's rounds over a line of 40 bytes cost twice the two phases.
@@ -14,13 +13,6 @@ const PHASED: usize = 16;
 use super::{EncodeError, Encoder, SpecialSet};
 use crate::pretokenize::Piece;
 use crate::types::TokenId;
-
-/// The caches a pretoken is looked up in besides the thread's own: the batch call's shared
-/// one for short pretokens, if any (`shared.rs`).
-#[derive(Clone, Copy)]
-struct Ways<'a> {
-    shared: Option<&'a SharedCache>,
-}
 
 impl Encoder {
     /// Encodes `text` into `out` with a caller-owned cache.
@@ -34,10 +26,6 @@ impl Encoder {
         let mut result = Ok(());
         // the cache's batch, kept with it: a new one per call was 12 KB to zero per document
         let mut batch = cache.batch.take().unwrap_or_default();
-        let shared = cache.shared.take();
-        let ways = Ways {
-            shared: shared.as_deref(),
-        };
         let Batch { spans, keys } = &mut *batch;
         set.matcher.for_each_piece(text, |piece| match piece {
             Piece::Special(i) => out.push(set.ids[i]),
@@ -51,16 +39,15 @@ impl Encoder {
                     spans[n] = (start, end);
                     n += 1;
                     if n == BATCH {
-                        self.encode_batch_of(b, &spans[..n], keys, cache, ways, out);
+                        self.encode_batch_of(b, &spans[..n], keys, cache, out);
                         n = 0;
                     }
                 });
-                self.encode_batch_of(b, &spans[..n], keys, cache, ways, out);
+                self.encode_batch_of(b, &spans[..n], keys, cache, out);
             }
             Piece::Text(_) => {}
         });
         cache.batch = Some(batch);
-        cache.shared = shared;
         Ok(result?)
     }
 
@@ -76,7 +63,6 @@ impl Encoder {
         spans: &[(usize, usize)],
         keys: &mut [(u128, u64); BATCH],
         cache: &mut Cache,
-        ways: Ways<'_>,
         out: &mut Vec<TokenId>,
     ) {
         let n = spans.len();
@@ -86,20 +72,14 @@ impl Encoder {
             *key = (k, crate::types::mix(k));
         }
         for &(_, hash) in keys.iter().take(AHEAD) {
-            match ways.shared {
-                Some(shared) => shared.prefetch(hash),
-                None => cache.prefetch(hash),
-            }
+            cache.prefetch(hash);
         }
         let mut i = 0;
         while i < n {
-            i = match ways.shared {
-                Some(shared) => shared.get_run(keys, i, out),
-                None => cache.get_run(keys, i, out),
-            };
+            i = cache.get_run(keys, i, out);
             if let Some(&(s, e)) = spans.get(i) {
                 let (key, hash) = keys[i];
-                self.encode_uncommon(&b[s..e], key, hash, cache, ways, out);
+                self.encode_uncommon(&b[s..e], key, hash, cache, out);
                 i += 1;
             }
         }
@@ -114,15 +94,12 @@ impl Encoder {
         key: u128,
         hash: u64,
         cache: &mut Cache,
-        ways: Ways<'_>,
         out: &mut Vec<TokenId>,
     ) {
-        let short = 1..=crate::types::PACKED_MAX;
         match word.len() {
-            n if short.contains(&n) && ways.shared.is_some_and(|s| s.get(key, hash, out)) => {}
-            n if short.contains(&n) && cache.get(key, hash, out) => {}
+            1..=crate::types::PACKED_MAX if cache.get(key, hash, out) => {}
             16..=TAIL_MAX if cache.get_tail(key, hash, word, out) => {}
-            _ => self.encode_word(word, key, hash, cache, ways, out),
+            _ => self.encode_word(word, key, cache, out),
         }
     }
 
@@ -131,28 +108,17 @@ impl Encoder {
     /// whitespace runs, long identifiers: ~9% of the bytes) by `key` and their tail, longer ones
     /// up to `LONG_WORD` bytes by their bytes.
     #[inline(never)]
-    fn encode_word(
-        &self,
-        word: &[u8],
-        key: u128,
-        hash: u64,
-        cache: &mut Cache,
-        ways: Ways<'_>,
-        out: &mut Vec<TokenId>,
-    ) {
+    fn encode_word(&self, word: &[u8], key: u128, cache: &mut Cache, out: &mut Vec<TokenId>) {
         let long = word.len() > TAIL_MAX;
         if long && word.len() <= LONG_WORD && cache.get_long(word, out) {
             return;
         }
         let start = out.len();
         self.merge_word_with(word, Some(&mut cache.parts), out);
-        let ids = &out[start..];
-        let shared = ways.shared.filter(|_| ids.len() <= cache::INLINE);
         match word.len() {
-            0..=crate::types::PACKED_MAX if shared.is_some_and(|s| s.insert(key, hash, ids)) => {}
-            0..=crate::types::PACKED_MAX => cache.insert(key, ids),
-            16..=TAIL_MAX => cache.insert_tail(key, word, ids),
-            _ if word.len() <= LONG_WORD => cache.insert_long(word, ids),
+            0..=crate::types::PACKED_MAX => cache.insert(key, &out[start..]),
+            16..=TAIL_MAX => cache.insert_tail(key, word, &out[start..]),
+            _ if word.len() <= LONG_WORD => cache.insert_long(word, &out[start..]),
             _ => {}
         }
     }
