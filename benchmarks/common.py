@@ -155,12 +155,13 @@ def batches(items, n: int):
         yield batch
 
 
-def chunks_by_bytes(docs: list[str], target_bytes: int) -> list[list[str]]:
-    """Group documents into consecutive batches of about `target_bytes` characters."""
+def chunks_by_bytes(docs: list[str], target_bytes: int, size=len) -> list[list[str]]:
+    """Group documents into consecutive batches of about `target_bytes`, each document's size
+    `size(doc)` (characters by default)."""
     out, cur, n = [], [], 0
     for d in docs:
         cur.append(d)
-        n += len(d)
+        n += size(d)
         if n >= target_bytes:
             out.append(cur)
             cur, n = [], 0
@@ -420,16 +421,7 @@ def corpus_named(name: str) -> str:
 def chunks_by_utf8(docs: list[str], target_bytes: int) -> list[list[str]]:
     """Group documents into consecutive batches of about `target_bytes` bytes of UTF-8 (for
     text in other scripts a character is 2-4 bytes, so characters would make larger batches)."""
-    out, cur, n = [], [], 0
-    for d in docs:
-        cur.append(d)
-        n += len(d.encode("utf-8"))
-        if n >= target_bytes:
-            out.append(cur)
-            cur, n = [], 0
-    if cur:
-        out.append(cur)
-    return out
+    return chunks_by_bytes(docs, target_bytes, lambda d: len(d.encode("utf-8")))
 
 
 def pin_to_one_core(cpu: int = 0) -> bool:

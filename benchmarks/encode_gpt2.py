@@ -211,20 +211,8 @@ def throughput(args, runs: list[tuple]) -> list[dict]:
     best: dict[int, tuple] = {}
     for _ in range(args.repeat):
         for i, (tool, call, n_threads, _fn, _ds, _note) in enumerate(runs):
-            cmd = [
-                sys.executable,
-                os.path.abspath(__file__),
-                "--corpus",
-                args.corpus,
-                "--mb",
-                str(args.mb),
-                "--hf-mb",
-                str(args.hf_mb),
-                "--threads",
-                str(args.threads),
-                "--row-worker",
-                str(i),
-            ]
+            cmd = worker_cmd(args, "--hf-mb", str(args.hf_mb), "--threads", str(args.threads))
+            cmd += ["--row-worker", str(i)]
             run = run_child(cmd, thread_env(args.threads), 3600)
             if run["rc"] != 0 or not run["results"]:
                 err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
@@ -240,6 +228,12 @@ def throughput(args, runs: list[tuple]) -> list[dict]:
         rows.append(row(tool, call, n_threads, sum(len(d.encode()) for d in ds), secs, n_tok, note))
         rows[-1]["others_pct"] = others
     return rows
+
+
+def worker_cmd(args, *more: str) -> list[str]:
+    """The command of a child of this script on `args.corpus`'s first `args.mb` MB."""
+    me = os.path.abspath(__file__)
+    return [sys.executable, me, "--corpus", args.corpus, "--mb", str(args.mb), *more]
 
 
 def row_worker(args) -> None:
@@ -286,16 +280,7 @@ def string_rows(args, enc, docs, tools) -> tuple[list[dict], list[str]]:
     same = dict.fromkeys(tools, True)
     for _ in range(args.repeat):
         for tool in tools:  # tools take turns, as in `throughput`
-            cmd = [
-                sys.executable,
-                os.path.abspath(__file__),
-                "--corpus",
-                args.corpus,
-                "--mb",
-                str(args.mb),
-                "--string-worker",
-                tool,
-            ]
+            cmd = worker_cmd(args, "--string-worker", tool)
             run = run_child(cmd, thread_env(1), 3600)
             if run["rc"] != 0 or not run["results"]:
                 err = (run["stderr"].strip().splitlines() or [""])[-1][:200]
