@@ -15,9 +15,10 @@ pub(super) const NO_MERGE: Merge = u64::MAX;
 /// most 4/5 full, 16-byte slots. Why so full: a new word's lookups wait on the table's loads
 /// (perf: a third of BPE's time in the cold pass), and a smaller table stays in the CPU's
 /// caches more; at most half full, cold passes of the large corpus were 3-7% slower (gpt2,
-/// cl100k, o200k; the misses are mostly settled by `MayMerge` before a probe). It replaced a `HashMap<(u32, u32), _>`: one multiply and
-/// usually one cache line per lookup instead of hashing a tuple and a probe of control bytes
-/// (the miss path looks up ~3 pairs per byte of the pretoken).
+/// cl100k, o200k; the misses are mostly settled by `MayMerge` before a probe). It replaced a
+/// `HashMap<(u32, u32), _>`: one multiply and usually one cache line per lookup instead of
+/// hashing a tuple and a probe of control bytes (the miss path looks up ~3 pairs per byte of
+/// the pretoken).
 pub struct PairTable {
     slots: Vec<(u64, Merge)>,
     /// The same slots in 8 bytes (`a << 48 | b << 32 | rank << 16 | id`) when every id and rank
