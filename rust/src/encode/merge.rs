@@ -64,23 +64,24 @@ impl Input<'_> {
 
 #[inline(always)]
 fn merge_input(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
-    // each round scans all `N` entries for the lowest rank (branch-free), so N follows n; ranks
-    // in 16 bits when they fit (the narrow table), eight to a SIMD compare
-    let narrow = !pairs.narrow.is_empty();
-    let mid = !pairs.mid.is_empty();
+    // ranks in 16 bits when they fit (the narrow table), eight to a SIMD compare; ids for ranks
+    // with a mid table, four to one
+    match (pairs.narrow.is_empty(), pairs.mid.is_empty()) {
+        (false, _) => merge_sized::<i16>(pairs, input, out),
+        (true, false) => merge_sized::<i32>(pairs, input, out),
+        (true, true) => merge_sized::<u32>(pairs, input, out),
+    }
+}
+
+/// `merge_n` on arrays as long as the input needs: each round scans all `N` entries for the
+/// lowest rank (branch-free), so N follows n.
+#[inline(always)]
+fn merge_sized<R: Rank>(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
     match input.len() {
-        0..=8 if narrow => merge_n::<8, i16>(pairs, input, out),
-        9..=16 if narrow => merge_n::<16, i16>(pairs, input, out),
-        17..=32 if narrow => merge_n::<32, i16>(pairs, input, out),
-        _ if narrow => merge_n::<SHORT, i16>(pairs, input, out),
-        0..=8 if mid => merge_n::<8, i32>(pairs, input, out),
-        9..=16 if mid => merge_n::<16, i32>(pairs, input, out),
-        17..=32 if mid => merge_n::<32, i32>(pairs, input, out),
-        _ if mid => merge_n::<SHORT, i32>(pairs, input, out),
-        0..=8 => merge_n::<8, u32>(pairs, input, out),
-        9..=16 => merge_n::<16, u32>(pairs, input, out),
-        17..=32 => merge_n::<32, u32>(pairs, input, out),
-        _ => merge_n::<SHORT, u32>(pairs, input, out),
+        0..=8 => merge_n::<8, R>(pairs, input, out),
+        9..=16 => merge_n::<16, R>(pairs, input, out),
+        17..=32 => merge_n::<32, R>(pairs, input, out),
+        _ => merge_n::<SHORT, R>(pairs, input, out),
     }
 }
 

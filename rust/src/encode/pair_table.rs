@@ -209,42 +209,42 @@ impl PairTable {
     /// (`encode_profile ... misses`).
     #[inline(always)]
     pub(super) fn get_narrow(&self, a: TokenId, b: TokenId) -> u32 {
-        if !self.may.may(a, b) {
-            return u32::MAX;
-        }
-        let key = (a as u64) << 32 | b as u64;
-        let mut i = self.home(key);
-        let mask = self.narrow.len() - 1;
-        let short = (a as u64) << 16 | b as u64;
-        loop {
-            let slot = self.narrow[i];
-            if slot >> 32 == short {
-                return slot as u32;
-            }
-            if slot == EMPTY {
-                return u32::MAX;
-            }
-            i = (i + 1) & mask;
-        }
+        // a slot: a << 48 | b << 32 | rank << 16 | id
+        self.find::<32, 16>(&self.narrow, a, b)
+            .map_or(u32::MAX, |slot| slot as u32)
     }
 
     /// `get` of a mid table as it stores it: the merged id, which stands for the rank
     /// (`u32::MAX` for none).
     #[inline(always)]
     pub(super) fn get_mid(&self, a: TokenId, b: TokenId) -> u32 {
+        // a slot: a << 42 | b << 21 | id
+        self.find::<21, 21>(&self.mid, a, b)
+            .map_or(u32::MAX, |slot| (slot & MID_ID) as u32)
+    }
+
+    /// The slot of (a, b) in `slots`, a narrow or mid table, whose slots hold the pair as
+    /// `a << B | b` from bit `LOW` up; None if the pair has no merge.
+    #[inline(always)]
+    fn find<const LOW: u32, const B: u32>(
+        &self,
+        slots: &[u64],
+        a: TokenId,
+        b: TokenId,
+    ) -> Option<u64> {
         if !self.may.may(a, b) {
-            return u32::MAX;
+            return None;
         }
         let mut i = self.home((a as u64) << 32 | b as u64);
-        let mask = self.mid.len() - 1;
-        let pair = (a as u64) << 21 | b as u64;
+        let mask = slots.len() - 1;
+        let pair = (a as u64) << B | b as u64;
         loop {
-            let slot = self.mid[i];
-            if slot >> 21 == pair {
-                return (slot & MID_ID) as u32;
+            let slot = slots[i];
+            if slot >> LOW == pair {
+                return Some(slot);
             }
             if slot == EMPTY {
-                return u32::MAX;
+                return None;
             }
             i = (i + 1) & mask;
         }
