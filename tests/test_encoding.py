@@ -471,10 +471,13 @@ def test_decode_unknown_ids(gpt2) -> None:
 
 
 def test_encode_rejects_non_str(gpt2) -> None:
-    with pytest.raises(TypeError, match="str"):
-        gpt2.encode(b"bytes")
-    with pytest.raises(TypeError, match="str"):
-        gpt2.encode_ordinary(b"bytes")
+    # the default calls leave the type to the core, then say what is wrong in bytepair's words
+    for bad in (b"bytes", 3, None):
+        for call in (gpt2.encode, gpt2.encode_ordinary):
+            with pytest.raises(TypeError, match="text must be str, got"):
+                call(bad)
+    with pytest.raises(TypeError, match="text must be str"):
+        gpt2.encode(b"bytes", allowed_special=set())
     with pytest.raises(TypeError, match="str"):
         gpt2.encode_to_numpy(b"bytes")
     with pytest.raises(TypeError):
