@@ -7,7 +7,9 @@ subsets of allowed special tokens). Hypothesis sizes come from HYPOTHESIS_MAX_EX
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import pickle
 import random
 import time
 from pathlib import Path
@@ -484,6 +486,32 @@ def test_encode_rejects_non_str(gpt2) -> None:
         gpt2.encode_batch(["ok", 3])
     with pytest.raises(TypeError):
         list(gpt2.encode_iterable(["ok", b"no"]))
+
+
+def test_encode_is_the_core_method_with_python_options(gpt2) -> None:
+    """`encode` and `encode_ordinary` are the core's methods; options go to the general path,
+    which gives the same ids as the plain call, and a wrong keyword is named as Python would."""
+    assert type(gpt2).encode is bytepair._core.Encoder.encode
+    assert str(inspect.signature(gpt2.encode)) == (
+        "(text, *, allowed_special='all', disallowed_special=())"
+    )
+    text = "a <|endoftext|> b"
+    plain = gpt2.encode(text)
+    assert gpt2.encode(text, allowed_special="all") == plain
+    assert gpt2.encode(text, **{}) == plain
+    assert gpt2.encode(text, allowed_special=set()) == gpt2.encode_ordinary(text) != plain
+    with pytest.raises(TypeError, match="unexpected keyword argument 'allowed'"):
+        gpt2.encode(text, allowed={"<|endoftext|>"})
+    with pytest.raises(TypeError):
+        gpt2.encode(text, "all")  # the options are keyword-only, as in tiktoken
+
+    class Upper(bytepair.Tokenizer):  # a subclass's own encode wins
+        def encode(self, text: str, **options: object) -> list[int]:  # type: ignore[override]
+            return super().encode(text.upper())
+
+    upper = Upper(gpt2.vocab, gpt2.merges, gpt2.special_tokens_set)
+    assert upper.encode("ab") == gpt2.encode("AB")
+    assert pickle.loads(pickle.dumps(gpt2)).encode(text) == plain
 
 
 # --- batch and numpy --------------------------------------------------------------------------

@@ -424,9 +424,9 @@ def test_core_entry_points_check_their_arguments() -> None:
         [],
         bytepair.GPT2_PATTERN,
     )
-    assert enc.encode_to_numpy("ab", None, False).tolist() == [70_000]
+    assert enc._encode_to_numpy("ab", None, False).tolist() == [70_000]
     with pytest.raises(ValueError, match="uint16"):
-        enc.encode_to_numpy("ab", None, True)
+        enc._encode_to_numpy("ab", None, True)
 
 
 def test_one_megabyte_token_trains() -> None:
@@ -498,7 +498,7 @@ def test_absurd_thread_counts_are_capped(tmp_path: Path) -> None:
                          num_threads=100_000)
         _core.train_bpe(counts, 14, num_threads=100_000)
         tok = bytepair.train_from_counts(counts, 270)
-        tok._core.encode_batch(["a cat"] * 10, None, 100_000)
+        tok._encode_batch(["a cat"] * 10, None, 100_000)
         print(len(counts), peak_rss())
     """,
         path,

@@ -2,11 +2,12 @@
 `bytepair` instead."""
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Literal, final
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Self
 
 GPT2_PATTERN: str
 CL100K_PATTERN: str
@@ -29,7 +30,6 @@ class WordCounts:
     def to_partitions(self, n_parts: int) -> list[bytes]: ...
     def add_bytes(self, data: bytes) -> int: ...
 
-@final
 class Encoder:
     def __new__(
         cls,
@@ -37,25 +37,33 @@ class Encoder:
         merges: list[tuple[bytes, bytes]],
         special_tokens: list[tuple[str, int]],
         pattern: str,
-    ) -> Encoder: ...
-    def encode(self, text: str, allowed_special: list[str] | None = None) -> list[int]: ...
-    def encode_to_numpy(
+    ) -> Self: ...
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | Collection[str] = "all",
+        disallowed_special: Literal["all"] | Collection[str] = (),
+    ) -> list[int]: ...
+    def encode_ordinary(self, text: str) -> list[int]: ...
+    def _encode(self, text: str, allowed_special: list[str] | None = None) -> list[int]: ...
+    def _encode_to_numpy(
         self, text: str, allowed_special: list[str] | None = None, small: bool = False
     ) -> npt.NDArray[np.uint16] | npt.NDArray[np.uint32]: ...
-    def encode_batch(
+    def _encode_batch(
         self, texts: list[str], allowed_special: list[str] | None = None, num_threads: int = 1
     ) -> list[list[int]]: ...
-    def encode_batch_to_numpy(
+    def _encode_batch_to_numpy(
         self,
         texts: list[str],
         allowed_special: list[str] | None = None,
         num_threads: int = 1,
         small: bool = False,
     ) -> tuple[npt.NDArray[np.uint16] | npt.NDArray[np.uint32], npt.NDArray[np.uint64]]: ...
-    def encode_prefix(
+    def _encode_prefix(
         self, text: str, allowed_special: list[str] | None = None, last: bool = False
     ) -> tuple[list[int], int]: ...
-    def decode_bytes(self, ids: list[int]) -> bytes: ...
+    def _decode_bytes(self, ids: list[int]) -> bytes: ...
 
 def count_file(
     counts: WordCounts,

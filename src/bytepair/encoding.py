@@ -30,10 +30,6 @@ from .formats import ModelData, read, write
 from .formats.gpt2 import read_pair
 from .patterns import resolve_pattern
 
-# `encode`'s defaults, which its common call is told by (interned, so a caller's "all" is too)
-_ALL = "all"
-_NOTHING = ()
-
 if TYPE_CHECKING:  # numpy loads only when ids go out as arrays
     import numpy as np
     import numpy.typing as npt
@@ -46,7 +42,7 @@ __all__ = ["AllowedSpecial", "Tokenizer", "core_encoder", "load", "model_data", 
 _STREAM_CHARS = 1 << 16
 
 
-class Tokenizer:
+class Tokenizer(_core.Encoder):
     """A byte-level BPE tokenizer.
 
     `vocab` maps ids to bytes (it must hold all 256 single bytes), `merges` lists byte pairs in
@@ -57,13 +53,27 @@ class Tokenizer:
     present) and `model_max_length` (None: unknown) are what transformers reads of
     `tokenizer_config.json`; they do not change encoding.
 
+    It is the Rust encoder's subclass: `encode` and `encode_ordinary` are the core's own
+    methods, which hand any other call (options, a text to mend or refuse) to the general path
+    here.
+
     >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab"}, [(b"a", b"b")])
     >>> tok.encode("abc")
     [256, 99]
     """
 
-    def __init__(
-        self,
+    _vocab: dict[int, bytes]
+    _merges: list[tuple[bytes, bytes]]
+    _special_ids: dict[str, int]
+    _n_vocab: int
+    _roles: dict[str, str]
+    _model_max_length: int | None
+    pattern: str
+    #: The Unicode version of the classes it was trained with (`load` sets the file's).
+    unicode_version: str
+
+    def __new__(
+        cls,
         vocab: dict[int, bytes],
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens: Iterable[str] | None = None,
@@ -71,31 +81,35 @@ class Tokenizer:
         pattern: str = "gpt2",
         special_token_roles: Mapping[str, str | None] | None = None,
         model_max_length: int | None = None,
-    ):
+    ) -> Tokenizer:
         specials = check_special_tokens(special_tokens)
-        self._vocab = check_vocab(vocab)
-        self._merges = check_merges(merges)
+        vocab = check_vocab(vocab)
+        merges = check_merges(merges)
+        pattern = resolve_pattern(pattern)
         # Where a special token's bytes have several ids (a one-byte special, say), the last
         # one is the special: training puts special tokens after every other token.
-        id_of = {b: i for i, b in sorted(self._vocab.items())}
-        next_id = max(self._vocab, default=-1) + 1
-        self._special_ids: dict[str, int] = {}
+        id_of = {b: i for i, b in sorted(vocab.items())}
+        next_id = max(vocab, default=-1) + 1
+        special_ids: dict[str, int] = {}
         for token in specials:
             raw = token.encode("utf-8")
             if raw not in id_of:
                 id_of[raw] = next_id
-                self._vocab[next_id] = raw
+                vocab[next_id] = raw
                 next_id += 1
-            self._special_ids[token] = id_of[raw]
+            special_ids[token] = id_of[raw]
+        roles = check_roles(special_token_roles, special_ids)
+        max_length = check_max_length(model_max_length)
+        self = super().__new__(cls, list(vocab.items()), merges, list(special_ids.items()), pattern)
+        self._vocab = vocab
+        self._merges = merges
+        self._special_ids = special_ids
         self._n_vocab = next_id  # kept: a scan of the vocabulary per call cost 1 ms
-        self._roles = check_roles(special_token_roles, self._special_ids)
-        self._model_max_length = check_max_length(model_max_length)
-        self.pattern = resolve_pattern(pattern)
-        #: The Unicode version of the classes it was trained with (`load` sets the file's).
+        self._roles = roles
+        self._model_max_length = max_length
+        self.pattern = pattern
         self.unicode_version = _core.UNICODE_VERSION
-        self._core = _core.Encoder(
-            list(self._vocab.items()), self._merges, list(self._special_ids.items()), self.pattern
-        )
+        return self
 
     @classmethod
     def from_files(
@@ -235,41 +249,28 @@ class Tokenizer:
         return save(self, directory, formats=formats)
 
     # --- encoding ----------------------------------------------------------------------------
-    def encode(
+    # `encode(text)` and `encode_ordinary(text)` are the core's (see the class docstring);
+    # these are their general paths.
+    def _encode_options(
         self,
         text: str,
         *,
         allowed_special: AllowedSpecial = "all",
         disallowed_special: AllowedSpecial = (),
     ) -> list[int]:
-        """Ids of `text`. By default every special token of the tokenizer is matched (CS336);
-        tiktoken's strict default is `allowed_special=set(), disallowed_special="all"`.
-
-        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).encode("hi")
-        [104, 105]
-        """
-        # the default call first, its defaults told by identity and a text that is not a str
-        # (or has lone surrogates) left to the core to find: ~0.1 µs of a 100-byte call's 0.6
-        if allowed_special is _ALL and disallowed_special is _NOTHING:
-            try:
-                return self._core.encode(text, None)
-            except (UnicodeEncodeError, TypeError):
-                pass  # the general path below says what is wrong, or mends the surrogates
+        """`encode` with options, or of a text to refuse (not a str) or mend (lone surrogates)."""
         allowed = quick_policy(text, allowed_special, disallowed_special)
         if allowed is SLOW:
             allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
             refuse(check_str(text), disallowed)
         try:  # inline, not `_utf8`: per-document loops make millions of these calls
-            return self._core.encode(text, allowed)
+            return self._encode(text, allowed)
         except UnicodeEncodeError:
-            return self._core.encode(check_text(text), allowed)
+            return self._encode(check_text(text), allowed)
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Ids of `text` with special-token text encoded as plain text."""
-        try:
-            return self._core.encode(text, NO_SPECIALS)
-        except (UnicodeEncodeError, TypeError):  # not a str, or lone surrogates
-            return self._core.encode(check_text(text), NO_SPECIALS)
+    def _encode_ordinary_mended(self, text: str) -> list[int]:
+        """`encode_ordinary` of a text to refuse (not a str) or mend (lone surrogates)."""
+        return self._encode(check_text(text), NO_SPECIALS)
 
     def encode_batch(
         self,
@@ -284,14 +285,14 @@ class Tokenizer:
         allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
         for t in texts:
             refuse(t, disallowed)
-        return _utf8(self._core.encode_batch, texts, allowed, check_num_threads(num_threads))
+        return _utf8(self._encode_batch, texts, allowed, check_num_threads(num_threads))
 
     def encode_ordinary_batch(
         self, texts: Sequence[str], *, num_threads: int | None = None
     ) -> list[list[int]]:
         """`[encode_ordinary(t) for t in texts]`, in parallel."""
         texts = [check_str(t) for t in texts]
-        return _utf8(self._core.encode_batch, texts, [], check_num_threads(num_threads))
+        return _utf8(self._encode_batch, texts, [], check_num_threads(num_threads))
 
     def encode_to_numpy(
         self,
@@ -313,9 +314,9 @@ class Tokenizer:
             refuse(check_str(text), disallowed)
         small = self._n_vocab <= 1 << 16 if dtype is None else self._small_dtype(dtype)
         try:
-            return self._core.encode_to_numpy(text, allowed, small)
+            return self._encode_to_numpy(text, allowed, small)
         except UnicodeEncodeError:
-            return self._core.encode_to_numpy(check_text(text), allowed, small)
+            return self._encode_to_numpy(check_text(text), allowed, small)
 
     def encode_batch_to_numpy(
         self,
@@ -340,7 +341,7 @@ class Tokenizer:
         for t in texts:
             refuse(t, disallowed)
         return _utf8(
-            self._core.encode_batch_to_numpy,
+            self._encode_batch_to_numpy,
             texts,
             allowed,
             check_num_threads(num_threads),
@@ -411,7 +412,7 @@ class Tokenizer:
                 buffer, held = buffer[:-1], buffer[-1]
             buffer = check_text(buffer)
             refuse(done_tail + buffer, disallowed)
-            ids, n_chars = self._core.encode_prefix(buffer, allowed)
+            ids, n_chars = self._encode_prefix(buffer, allowed)
             if n_chars:
                 done_tail = buffer[max(0, n_chars - keep) : n_chars] if keep else ""
                 buffer = buffer[n_chars:]
@@ -423,14 +424,14 @@ class Tokenizer:
             size = len(buffer) + len(held)
         buffer = check_text("".join(pieces))
         refuse(done_tail + buffer, disallowed)
-        yield self._core.encode_prefix(buffer, allowed, last=True)[0]
+        yield self._encode_prefix(buffer, allowed, last=True)[0]
 
     # --- decoding ----------------------------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The tokens' bytes, concatenated; an unknown id raises KeyError naming it."""
         ids = check_ids(ids)
         try:
-            return self._core.decode_bytes(ids)
+            return self._decode_bytes(ids)
         except KeyError as e:
             raise KeyError(
                 f"token id {e.args[0]} is not in the vocabulary (0..{self.n_vocab - 1})"
@@ -556,8 +557,8 @@ def model_data(tok: Tokenizer) -> ModelData:
 
 def core_encoder(tok: Tokenizer) -> _core.Encoder:
     """The Rust encoder of `tok`, for stages that drive the core directly (corpus encoding
-    hands it whole blocks of bytes)."""
-    return tok._core
+    hands it whole blocks of bytes): the tokenizer itself, a subclass of the core's."""
+    return tok
 
 
 def _check_unicode(version: str, path: Path) -> None:

@@ -5,9 +5,10 @@
 use std::sync::{Mutex, OnceLock};
 
 use numpy::PyArray1;
-use pyo3::exceptions::PyUnicodeDecodeError;
+use pyo3::exceptions::{PyTypeError, PyUnicodeDecodeError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::errors::{encode_err, too_wide};
 use super::ffi;
@@ -19,8 +20,15 @@ use crate::types::TokenId;
 /// a few microseconds warm, under a millisecond with every pretoken new.
 const SHORT_TEXT: usize = 4096;
 
-/// A byte-level BPE encoder with all its tables built once (see `encode.rs`).
-#[pyclass(name = "Encoder", module = "bytepair._core", frozen)]
+/// The keyword arguments of `encode`, which its general path in Python takes.
+const OPTIONS: [&str; 2] = ["allowed_special", "disallowed_special"];
+
+/// A byte-level BPE encoder with all its tables built once (see `encode.rs`). Python's
+/// `Tokenizer` is its subclass, so that `Tokenizer.encode` and `encode_ordinary` are the native
+/// methods below: a short text's call then runs no Python code (a Python method in front was
+/// ~90 ns of a 100-byte call's ~590). The other methods, named with an underscore, take the
+/// special tokens already decided by Python's policy.
+#[pyclass(name = "Encoder", module = "bytepair._core", frozen, subclass)]
 pub struct PyEncoder {
     inner: Encoder,
     /// A Python int for every id, made on first use: a list of ids then costs a reference
@@ -67,9 +75,54 @@ impl PyEncoder {
         })
     }
 
-    /// Ids of `text`; `allowed_special` None means all special tokens are matched.
-    #[pyo3(signature = (text, allowed_special=None))]
+    /// Ids of `text`. By default every special token of the tokenizer is matched (CS336);
+    /// tiktoken's strict default is `allowed_special=set(), disallowed_special="all"`.
+    #[pyo3(
+        signature = (text, **options),
+        text_signature = "($self, text, *, allowed_special='all', disallowed_special=())"
+    )]
     fn encode<'py>(
+        slf: &Bound<'py, Self>,
+        text: &Bound<'py, PyAny>,
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        match options {
+            Some(options) if !options.is_empty() => {
+                for key in options.keys() {
+                    if !OPTIONS.iter().any(|o| key.eq(*o).unwrap_or(false)) {
+                        let msg = format!(
+                            "encode() got an unexpected keyword argument {}",
+                            key.repr()?
+                        );
+                        return Err(PyTypeError::new_err(msg));
+                    }
+                }
+            }
+            _ => {
+                if let Some(ids) = slf.get().try_str(py, text, &None) {
+                    return ids;
+                }
+            }
+        }
+        slf.call_method(intern!(py, "_encode_options"), (text,), options)
+    }
+
+    /// Ids of `text` with special-token text encoded as plain text.
+    fn encode_ordinary<'py>(
+        slf: &Bound<'py, Self>,
+        text: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let me = slf.get();
+        match me.try_str(slf.py(), text, &me.no_specials) {
+            Some(ids) => ids,
+            None => slf.call_method1(intern!(slf.py(), "_encode_ordinary_mended"), (text,)),
+        }
+    }
+
+    /// Ids of `text`; `allowed_special` None means all special tokens are matched.
+    #[pyo3(name = "_encode", signature = (text, allowed_special=None))]
+    fn encode_with<'py>(
         &self,
         py: Python<'py>,
         text: &str,
@@ -82,6 +135,7 @@ impl PyEncoder {
 
     /// The same ids as `encode`, as a numpy array (uint16 when `small`, else uint32).
     #[pyo3(signature = (text, allowed_special=None, small=false))]
+    #[pyo3(name = "_encode_to_numpy")]
     fn encode_to_numpy<'py>(
         &self,
         py: Python<'py>,
@@ -116,6 +170,7 @@ impl PyEncoder {
     /// `PyTexts`). Each run's lists are made by the worker that encoded it, with the GIL, while
     /// the others encode on; those of texts cut into pieces, after the batch.
     #[pyo3(signature = (texts, allowed_special=None, num_threads=1))]
+    #[pyo3(name = "_encode_batch")]
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,
@@ -166,6 +221,7 @@ impl PyEncoder {
     /// The ids of every text in one flat array (uint16 when `small`, else uint32) and the
     /// offsets where each text's ids start (uint64, one more than the texts: the end).
     #[pyo3(signature = (texts, allowed_special=None, num_threads=1, small=false))]
+    #[pyo3(name = "_encode_batch_to_numpy")]
     fn encode_batch_to_numpy<'py>(
         &self,
         py: Python<'py>,
@@ -181,6 +237,7 @@ impl PyEncoder {
     /// Encodes the longest prefix of `text` whose ids cannot change with more text (all of it if
     /// `last`); returns the ids and the prefix length in characters (0 when more text is needed).
     #[pyo3(signature = (text, allowed_special=None, last=false))]
+    #[pyo3(name = "_encode_prefix")]
     fn encode_prefix<'py>(
         &self,
         py: Python<'py>,
@@ -200,6 +257,7 @@ impl PyEncoder {
     }
 
     /// The bytes of `ids`, concatenated; an unknown id raises KeyError.
+    #[pyo3(name = "_decode_bytes")]
     fn decode_bytes<'py>(
         &self,
         py: Python<'py>,
@@ -244,6 +302,22 @@ impl PyEncoder {
             Ok(Some(e)) => Err(e),
             _ => result,
         }
+    }
+
+    /// The ids of `text` as a list, or None when `text` is not a str or has lone surrogates,
+    /// for the caller's Python to say what is wrong or mend it (`Tokenizer`'s general path).
+    fn try_str<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+        set: &Option<SpecialSet>,
+    ) -> Option<PyResult<Bound<'py, PyAny>>> {
+        let text = text.cast::<PyString>().ok()?.to_str().ok()?;
+        Some(
+            self.encode_vec(py, text, set)
+                .and_then(|ids| self.to_list(py, &ids))
+                .map(Bound::into_any),
+        )
     }
 
     /// `ids` as a Python list of ints, from the cached ints.
