@@ -13,8 +13,8 @@ pub const CL100K_PATTERN: &str = concat!(
     r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
 );
 
-const LETTER: u8 = 1;
-const NUMBER: u8 = 2;
+pub(crate) const LETTER: u8 = 1;
+pub(crate) const NUMBER: u8 = 2;
 const OTHER: u8 = 0;
 
 /// The lower-case ASCII letter the character at `i` folds to under `(?i)`, if it is a letter
