@@ -3,8 +3,11 @@
 //! may start. None of them changes a result; what each buys is said where it is used.
 
 /// Asks Linux to back `memory` with huge pages (2 MB), for tables that hot loops read all over:
-/// with 4 KB pages nearly every such read missed the TLB too. THP in its common `madvise` mode
-/// gives none unless asked. Call it before the memory is first touched.
+/// with 4 KB pages nearly every such read missed the TLB too. And for the encoder's id vectors,
+/// written once: each new 4 KB page of them was a page fault (with the kernel's bookkeeping,
+/// 10% of a warm pass over code; 8 MB batches, one thread: 207 -> 227 MB/s). THP in its common
+/// `madvise` mode gives none unless asked. Call it before the memory is first touched; memory
+/// without a whole aligned 2 MB in it is left as it is.
 #[cfg(target_os = "linux")]
 pub(crate) fn advise_huge_pages<T>(memory: &mut [T]) {
     const HUGE: usize = 2 << 20;

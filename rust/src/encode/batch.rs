@@ -161,6 +161,7 @@ fn run_outs<'t>(
         let mut out = Vec::new();
         out.try_reserve(bytes / 2 + 4 * cache::BATCH)
             .map_err(|_| EncodeError::OutOfMemory(bytes))?;
+        crate::mem::advise_huge_pages(out.spare_capacity_mut());
         Ok(out)
     });
     outs.collect()

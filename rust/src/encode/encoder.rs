@@ -152,6 +152,7 @@ impl Encoder {
         };
         out.try_reserve(room)
             .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
+        crate::mem::advise_huge_pages(out.spare_capacity_mut());
         self.for_each_piece(text, set, check, limit, |piece, set, cache| {
             self.encode_into(piece, set, cache, &mut out)
         })?;

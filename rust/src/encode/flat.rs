@@ -33,6 +33,7 @@ pub fn fill<T: Send>(
     let mut flat: Vec<T> = Vec::new();
     flat.try_reserve_exact(total)
         .map_err(|_| EncodeError::OutOfMemory(total))?;
+    crate::mem::advise_huge_pages(flat.spare_capacity_mut());
     let mut parts = Vec::with_capacity(runs.len());
     let mut rest = &mut flat.spare_capacity_mut()[..total];
     for ids in runs {
@@ -96,6 +97,7 @@ impl Encoder {
         narrow
             .try_reserve(text.len() / 3 + 16)
             .map_err(|_| EncodeError::OutOfMemory(text.len()))?;
+        crate::mem::advise_huge_pages(narrow.spare_capacity_mut());
         let mut too_large = None;
         self.encode_each(text, set, check, &mut |ids| {
             too_large = too_large.or(first_wide(ids));
