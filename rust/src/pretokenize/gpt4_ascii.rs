@@ -1,6 +1,7 @@
-//! The GPT-4 family's fast path for ASCII text (cl100k and o200k), as `ascii.rs` is GPT-2's: the
-//! pretoken starts of a 64-byte block are found with bit masks (one bit per byte), and anything
-//! else goes to the scalar scanners (`gpt4.rs`, `o200k.rs`), which stay the definition.
+//! The GPT-4 family's fast path (cl100k and o200k), as `ascii.rs` is GPT-2's: the pretoken
+//! starts of a 64-byte block are found with bit masks (one bit per byte, or per character when
+//! the block holds characters beyond ASCII: `Masks::add_high`), and what the masks cannot decide
+//! goes to the scalar scanners (`gpt4.rs`, `o200k.rs`), which stay the definition.
 //!
 //! Where pretokens start in ASCII text, from a start at byte 0. Classes: letter, digit, white
 //! (`\t \n \v \f \r` and space), other (the rest, `'` and `/` included); horizontal white is
@@ -29,8 +30,9 @@
 //!
 //! Performance notes: with this path, counting and encoding with cl100k or o200k take about a
 //! tenth more instructions than with GPT-2's pattern (without it, cl100k counted at 0.8× GPT-2's
-//! speed); on text with some non-ASCII bytes about half of pretokenization's instructions are
-//! in the scalar scanners. Measured figures: docs/performance.md.
+//! speed). Before blocks took characters beyond ASCII, about half of pretokenization's
+//! instructions on text with some of them were in the scalar scanners. Measured figures:
+//! docs/performance.md.
 
 use super::block::{emit_starts, past_high, BLOCK, SURE};
 use crate::pretokenize::gpt4::cl100k_token_end;
@@ -108,11 +110,11 @@ impl Masks {
     /// a character), each on its first byte, and squeezes every mask to one bit per character
     /// (bit k for the block's k-th character): the rules above then hold unchanged, as they
     /// follow characters, and all but `'`, `/`, `\r`, `\n` and space hold for every script.
-    /// Returns the first byte of each character (bit k for byte k), or None, leaving the masks
-    /// as they were, where the scalar scanner must decide: whitespace beyond ASCII (the rules
-    /// take one-byte white); U+017F, which `(?i:'s)` takes for `s`; with o200k, a mark after
-    /// no letter (it then joins a run of other, not a word), and letters that are both upper-
-    /// and lower-case (`Lm`, `Lo`, marks) in a block that has an upper-case one, as backtracking
+    /// Whitespace beyond ASCII is horizontal white. Returns the first byte of each character
+    /// (bit k for byte k), or None, leaving the masks as they were, where the scalar scanner
+    /// must decide: U+017F, which `(?i:'s)` takes for `s`; with o200k, a mark after no letter
+    /// (it then joins a run of other, not a word), and letters that are both upper- and
+    /// lower-case (`Lm`, `Lo`, marks) in a block that has an upper-case one, as backtracking
     /// decides such words (`o200k.rs`); without them, those letters are lower-case here.
     /// Why: the block rules took ASCII alone, and the scalar scanners ran at 390 MB/s on
     /// text in other scripts, against 1,300+ on English.
