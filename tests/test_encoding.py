@@ -511,6 +511,23 @@ def test_encode_is_the_core_method_with_python_options(gpt2) -> None:
 
     upper = Upper(gpt2.vocab, gpt2.merges, gpt2.special_tokens_set)
     assert upper.encode("ab") == gpt2.encode("AB")
+
+    class Tagged(bytepair.Tokenizer):  # a subclass's __init__ may call the base's
+        def __init__(self, vocab, merges, special_tokens=None, *, tag: str = "") -> None:
+            super().__init__(vocab, merges, special_tokens)
+            self.tag = tag
+
+    tagged = Tagged(gpt2.vocab, gpt2.merges, ["<|endoftext|>"], tag="t")
+    assert (tagged.tag, tagged.encode(text)) == ("t", plain)
+
+    class Unbuilt(bytepair.Tokenizer):  # one that skips it gets an error, not a crash
+        def __init__(self) -> None:
+            pass
+
+    with pytest.raises(RuntimeError, match="not built"):
+        Unbuilt().encode("x")
+    with pytest.raises(RuntimeError, match="already built"):
+        gpt2._build(list(gpt2.vocab.items()), gpt2.merges, [], gpt2.pattern)
     assert pickle.loads(pickle.dumps(gpt2)).encode(text) == plain
 
 

@@ -408,9 +408,9 @@ def test_core_encoder_refuses_huge_ids() -> None:
     """A huge id used to allocate a table of max_id slots and abort the process."""
     vocab = [(i, bytes([i])) for i in range(256)] + [(2**32 - 1, b"ab")]
     with pytest.raises(ValueError, match="too sparse"):
-        _core.Encoder(vocab, [], [], bytepair.GPT2_PATTERN)
+        _core.Encoder()._build(vocab, [], [], bytepair.GPT2_PATTERN)
     with pytest.raises(ValueError, match="too sparse"):
-        _core.Encoder(vocab[:256], [], [("<s>", 2**32 - 2)], bytepair.GPT2_PATTERN)
+        _core.Encoder()._build(vocab[:256], [], [("<s>", 2**32 - 2)], bytepair.GPT2_PATTERN)
 
 
 def test_core_entry_points_check_their_arguments() -> None:
@@ -418,7 +418,8 @@ def test_core_entry_points_check_their_arguments() -> None:
     huge allocation; a uint16 output used to truncate ids silently."""
     merges, _, _ = _core.train_bpe(WordCounts([(b"abc", 2)]), 10**18)
     assert len(merges) == 2
-    enc = _core.Encoder(
+    enc = _core.Encoder()
+    enc._build(
         [(i, bytes([i])) for i in range(256)] + [(70_000, b"ab")],
         [(b"a", b"b")],
         [],

@@ -31,13 +31,14 @@ class WordCounts:
     def add_bytes(self, data: bytes) -> int: ...
 
 class Encoder:
-    def __new__(
-        cls,
+    def __new__(cls, *args: object, **kwargs: object) -> Self: ...
+    def _build(
+        self,
         vocab: list[tuple[int, bytes]],
         merges: list[tuple[bytes, bytes]],
         special_tokens: list[tuple[str, int]],
         pattern: str,
-    ) -> Self: ...
+    ) -> None: ...
     def encode(
         self,
         text: str,

@@ -72,8 +72,8 @@ class Tokenizer(_core.Encoder):
     #: The Unicode version of the classes it was trained with (`load` sets the file's).
     unicode_version: str
 
-    def __new__(
-        cls,
+    def __init__(
+        self,
         vocab: dict[int, bytes],
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens: Iterable[str] | None = None,
@@ -81,35 +81,30 @@ class Tokenizer(_core.Encoder):
         pattern: str = "gpt2",
         special_token_roles: Mapping[str, str | None] | None = None,
         model_max_length: int | None = None,
-    ) -> Tokenizer:
+    ) -> None:
         specials = check_special_tokens(special_tokens)
-        vocab = check_vocab(vocab)
-        merges = check_merges(merges)
-        pattern = resolve_pattern(pattern)
+        self._vocab = check_vocab(vocab)
+        self._merges = check_merges(merges)
         # Where a special token's bytes have several ids (a one-byte special, say), the last
         # one is the special: training puts special tokens after every other token.
-        id_of = {b: i for i, b in sorted(vocab.items())}
-        next_id = max(vocab, default=-1) + 1
-        special_ids: dict[str, int] = {}
+        id_of = {b: i for i, b in sorted(self._vocab.items())}
+        next_id = max(self._vocab, default=-1) + 1
+        self._special_ids = {}
         for token in specials:
             raw = token.encode("utf-8")
             if raw not in id_of:
                 id_of[raw] = next_id
-                vocab[next_id] = raw
+                self._vocab[next_id] = raw
                 next_id += 1
-            special_ids[token] = id_of[raw]
-        roles = check_roles(special_token_roles, special_ids)
-        max_length = check_max_length(model_max_length)
-        self = super().__new__(cls, list(vocab.items()), merges, list(special_ids.items()), pattern)
-        self._vocab = vocab
-        self._merges = merges
-        self._special_ids = special_ids
+            self._special_ids[token] = id_of[raw]
         self._n_vocab = next_id  # kept: a scan of the vocabulary per call cost 1 ms
-        self._roles = roles
-        self._model_max_length = max_length
-        self.pattern = pattern
+        self._roles = check_roles(special_token_roles, self._special_ids)
+        self._model_max_length = check_max_length(model_max_length)
+        self.pattern = resolve_pattern(pattern)
         self.unicode_version = _core.UNICODE_VERSION
-        return self
+        self._build(
+            list(self._vocab.items()), self._merges, list(self._special_ids.items()), self.pattern
+        )
 
     @classmethod
     def from_files(

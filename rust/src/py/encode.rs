@@ -5,10 +5,10 @@
 use std::sync::{Mutex, OnceLock};
 
 use numpy::PyArray1;
-use pyo3::exceptions::PyUnicodeDecodeError;
+use pyo3::exceptions::{PyRuntimeError, PyUnicodeDecodeError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use super::errors::{encode_err, too_wide};
 use super::ffi;
@@ -40,13 +40,19 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Given<'py> {
 /// `Tokenizer` is its subclass, so that `Tokenizer.encode` and `encode_ordinary` are the native
 /// methods below: a short text's call then runs no Python code (a Python method in front was
 /// ~90 ns of a 100-byte call's ~590). The other methods, named with an underscore, take the
-/// special tokens already decided by Python's policy.
+/// special tokens already decided by Python's policy. It is made empty and built once by
+/// `_build` (from `Tokenizer.__init__`), so that Python subclasses construct as any class does.
 #[pyclass(name = "Encoder", module = "bytepair._core", frozen, subclass)]
 pub struct PyEncoder {
-    inner: Encoder,
+    core: OnceLock<Core>,
     /// A Python int for every id, made on first use: a list of ids then costs a reference
     /// count per id instead of an allocation (building ints was ~35% of `encode`'s time).
     ints: OnceLock<Vec<Py<PyAny>>>,
+}
+
+/// What `_build` makes.
+struct Core {
+    inner: Encoder,
     /// The set of no special tokens (`encode_ordinary`), made once.
     no_specials: Option<SpecialSet>,
 }
@@ -69,23 +75,35 @@ impl std::ops::Deref for Chosen<'_> {
 
 #[pymethods]
 impl PyEncoder {
+    /// An encoder not yet built: a subclass's constructor arguments are its own business.
     #[new]
-    #[pyo3(signature = (vocab, merges, special_tokens, pattern))]
-    fn py_new(
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn py_new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
+        PyEncoder {
+            core: OnceLock::new(),
+            ints: OnceLock::new(),
+        }
+    }
+
+    /// Builds the encoder's tables, once.
+    fn _build(
+        &self,
         py: Python<'_>,
         vocab: Vec<(TokenId, Vec<u8>)>,
         merges: Vec<(Vec<u8>, Vec<u8>)>,
         special_tokens: Vec<(String, TokenId)>,
         pattern: &str,
-    ) -> PyResult<Self> {
+    ) -> PyResult<()> {
+        if self.core.get().is_some() {
+            return Err(PyRuntimeError::new_err("the tokenizer is already built"));
+        }
         let inner = py
             .detach(|| Encoder::new(vocab, merges, special_tokens, pattern))
             .map_err(encode_err)?;
-        Ok(PyEncoder {
-            no_specials: inner.special_set(Some(&[])).map_err(encode_err)?,
-            inner,
-            ints: OnceLock::new(),
-        })
+        let no_specials = inner.special_set(Some(&[])).map_err(encode_err)?;
+        self.core
+            .set(Core { inner, no_specials })
+            .map_err(|_| PyRuntimeError::new_err("the tokenizer is already built"))
     }
 
     /// Ids of `text`. By default every special token of the tokenizer is matched (CS336);
@@ -124,7 +142,7 @@ impl PyEncoder {
         text: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.get();
-        match me.try_str(slf.py(), text, &me.no_specials) {
+        match me.try_str(slf.py(), text, &me.core()?.no_specials) {
             Some(ids) => ids,
             None => slf.call_method1(intern!(slf.py(), "_encode_ordinary_mended"), (text,)),
         }
@@ -168,8 +186,8 @@ impl PyEncoder {
             return ffi::u16_array(py, &ids);
         }
         // uint16 straight from each piece's ids (`Encoder::encode_u16`)
-        let (narrow, too_large) =
-            interruptible(py, |check| self.inner.encode_u16(text, &set, check))?;
+        let inner = self.inner()?;
+        let (narrow, too_large) = interruptible(py, |check| inner.encode_u16(text, &set, check))?;
         if let Some(id) = too_large {
             return Err(too_wide(id));
         }
@@ -241,7 +259,7 @@ impl PyEncoder {
         small: bool,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>)> {
         let all = self.batch(py, texts, allowed_special, num_threads, &|_, _| ())?;
-        flatten(py, &self.inner, all, small, num_threads)
+        flatten(py, self.inner()?, all, small, num_threads)
     }
 
     /// Encodes the longest prefix of `text` whose ids cannot change with more text (all of it if
@@ -255,10 +273,10 @@ impl PyEncoder {
         allowed_special: Option<Vec<String>>,
         last: bool,
     ) -> PyResult<(Bound<'py, PyList>, usize)> {
-        let set = self.set(allowed_special)?;
+        let (set, inner) = (self.set(allowed_special)?, self.inner()?);
         let (ids, n_chars) = py
             .detach(|| {
-                let (ids, n_bytes) = self.inner.encode_prefix(text, &set, last)?;
+                let (ids, n_bytes) = inner.encode_prefix(text, &set, last)?;
                 Ok((ids, text[..n_bytes].chars().count()))
             })
             .map_err(encode_err)?;
@@ -273,9 +291,8 @@ impl PyEncoder {
         py: Python<'py>,
         ids: Vec<TokenId>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = py
-            .detach(|| self.inner.decode_bytes(&ids))
-            .map_err(encode_err)?;
+        let inner = self.inner()?;
+        let bytes = py.detach(|| inner.decode_bytes(&ids)).map_err(encode_err)?;
         Ok(PyBytes::new(py, &bytes))
     }
 }
@@ -302,11 +319,10 @@ impl PyEncoder {
         num_threads: usize,
         finish: &(dyn Fn(&[TokenId], &[RunPiece]) -> T + Sync),
     ) -> PyResult<BatchIds<T>> {
-        let set = self.set(allowed_special)?;
+        let (set, inner) = (self.set(allowed_special)?, self.inner()?);
         let texts = PyTexts::new(py, texts)?;
         let result = interruptible(py, |check| {
-            self.inner
-                .encode_batch_with(&texts, &set, num_threads, check, finish)
+            inner.encode_batch_with(&texts, &set, num_threads, check, finish)
         });
         match texts.error.into_inner() {
             Ok(Some(e)) => Err(e),
@@ -332,8 +348,9 @@ impl PyEncoder {
 
     /// `ids` as a Python list of ints, from the cached ints.
     fn to_list<'py>(&self, py: Python<'py>, ids: &[TokenId]) -> PyResult<Bound<'py, PyList>> {
+        let n_ids = self.inner()?.n_ids() as u64;
         let ints = self.ints.get_or_init(|| {
-            (0..self.inner.n_ids() as u64)
+            (0..n_ids)
                 .map(|i| {
                     i.into_pyobject(py)
                         .map_or_else(|e| match e {}, |o| o.unbind().into_any())
@@ -356,18 +373,31 @@ impl PyEncoder {
         text: &str,
         set: &Option<SpecialSet>,
     ) -> PyResult<Vec<TokenId>> {
+        let inner = self.inner()?;
         if text.len() <= SHORT_TEXT {
-            return self.inner.encode(text, set).map_err(encode_err);
+            return inner.encode(text, set).map_err(encode_err);
         }
-        interruptible(py, |check| self.inner.encode_checked(text, set, check))
+        interruptible(py, |check| inner.encode_checked(text, set, check))
     }
 
     fn set(&self, allowed: Option<Vec<String>>) -> PyResult<Chosen<'_>> {
+        let core = self.core()?;
         if allowed.as_ref().is_some_and(Vec::is_empty) {
-            return Ok(Chosen::Kept(&self.no_specials));
+            return Ok(Chosen::Kept(&core.no_specials));
         }
-        let set = self.inner.special_set(allowed.as_deref());
+        let set = core.inner.special_set(allowed.as_deref());
         Ok(Chosen::Made(set.map_err(encode_err)?))
+    }
+
+    /// The built tables; an error before `_build` (a subclass whose `__init__` skipped it).
+    fn core(&self) -> PyResult<&Core> {
+        self.core.get().ok_or_else(|| {
+            PyRuntimeError::new_err("the tokenizer is not built: Tokenizer.__init__ did not run")
+        })
+    }
+
+    fn inner(&self) -> PyResult<&Encoder> {
+        Ok(&self.core()?.inner)
     }
 }
 
@@ -442,15 +472,14 @@ pub(super) fn encode_block<'py>(
     small: bool,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u64>>, usize)> {
     let set = encoder.set(None)?;
+    let inner = encoder.inner()?;
     let (pieces, consumed) = py
-        .detach(|| encoder.inner.block_pieces(data, &set, piece_bytes, last))
+        .detach(|| inner.block_pieces(data, &set, piece_bytes, last))
         .map_err(|e| PyUnicodeDecodeError::new_err_from_utf8(py, data, e))?;
     let all = interruptible(py, |check| {
-        encoder
-            .inner
-            .encode_batch(pieces.as_slice(), &set, num_threads, check)
+        inner.encode_batch(pieces.as_slice(), &set, num_threads, check)
     })?;
-    let (ids, offsets) = flatten(py, &encoder.inner, all, small, num_threads)?;
+    let (ids, offsets) = flatten(py, inner, all, small, num_threads)?;
     Ok((ids, offsets, consumed))
 }
 
