@@ -69,8 +69,6 @@ struct Masks {
     slash: u64,
     /// Bytes of 0x80 and above.
     high: u64,
-    /// Bytes of 0xc0 and above: the first bytes of characters beyond ASCII.
-    first: u64,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -101,7 +99,6 @@ impl Masks {
                 apostrophe: bits(&|x| is(x, b'\'')),
                 slash: bits(&|x| is(x, b'/')),
                 high: bits(&|x| x),
-                first: bits(&|x| _mm_and_si128(x, _mm_cmpgt_epi8(x, _mm_set1_epi8(-65)))),
             }
         }
     }
@@ -119,7 +116,12 @@ impl Masks {
     /// Why: the block rules took ASCII alone, and the scalar scanners ran at 390 MB/s on
     /// text in other scripts, against 1,300+ on English.
     #[inline(always)]
-    fn add_high<const O200K: bool>(&mut self, b: &[u8], base: usize) -> Option<u64> {
+    fn add_high<const O200K: bool>(
+        &mut self,
+        block: &[u8; BLOCK],
+        b: &[u8],
+        base: usize,
+    ) -> Option<u64> {
         use crate::pretokenize::o200k::flags_of;
         if !chars::fast() {
             return None;
@@ -128,7 +130,9 @@ impl Masks {
         // first byte, the masks then made by SIMD compares: no chain from one character to the
         // next, no branch on the class (a `match` there was a jump table, a fifth of the time
         // on multilingual text, and or-ing into a mask per kind a chain through memory)
-        let (mut firsts, mut kind, mut long_s) = (self.first, [0u8; BLOCK], false);
+        // (first bytes found here, not in `Masks::of`: most blocks hold none)
+        let leads = chars::leads(block);
+        let (mut firsts, mut kind, mut long_s) = (leads, [0u8; BLOCK], false);
         while firsts != 0 {
             let k = firsts.trailing_zeros() as usize;
             firsts &= firsts - 1;
@@ -144,7 +148,7 @@ impl Masks {
         }
         let of = |v: u8| chars::equal(&kind, v);
         let mut m = *self;
-        let lead = !(self.high & !self.first);
+        let lead = !(self.high & !leads);
         if O200K {
             let (upper, mark) = (of(UPPER_ONLY), of(MARK));
             let both = of(BOTH) | mark;
@@ -282,7 +286,7 @@ fn scan_block<const O200K: bool>(
     // the first byte of each character, when the masks hold characters beyond ASCII
     let mut lead = None;
     if masks.high != 0 {
-        lead = masks.add_high::<O200K>(b, base);
+        lead = masks.add_high::<O200K>(block, b, base);
         let Some(lead) = lead else {
             // the caller scans one character at a time up to the block's last byte of 0x80 and
             // above, rather than try this block again after every pretoken
@@ -345,7 +349,7 @@ fn scan_block<const O200K: bool>(
 #[cfg(target_arch = "x86_64")]
 mod chars {
     use super::Masks;
-    use std::arch::x86_64::{__cpuid, _pdep_u64, _pext_u64};
+    use std::arch::x86_64::*;
     use std::sync::OnceLock;
 
     /// Whether PEXT and PDEP are fast here.
@@ -403,13 +407,29 @@ mod chars {
     /// The bytes of `kind` equal to `v`, one bit each (bit k for byte k).
     #[inline(always)]
     pub(super) fn equal(kind: &[u8; 64], v: u8) -> u64 {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of the x86-64 baseline; the loads read 16 bytes inside `kind`.
+        // SAFETY: SSE2 is part of the x86-64 baseline.
+        bytes_where(kind, |x| unsafe {
+            _mm_cmpeq_epi8(x, _mm_set1_epi8(v as i8))
+        })
+    }
+
+    /// The bytes of `block` of 0xc0 and above (the first bytes of characters beyond ASCII).
+    #[inline(always)]
+    pub(super) fn leads(block: &[u8; 64]) -> u64 {
+        // SAFETY: as in `equal`; bytes of 0xc0 and above are -64..=-1 as i8
+        bytes_where(block, |x| unsafe {
+            _mm_and_si128(x, _mm_cmpgt_epi8(x, _mm_set1_epi8(-65)))
+        })
+    }
+
+    /// The bytes of `bytes` whose top bit `test` sets, one bit each (bit k for byte k).
+    #[inline(always)]
+    fn bytes_where(bytes: &[u8; 64], test: impl Fn(__m128i) -> __m128i) -> u64 {
+        // SAFETY: SSE2 is part of the x86-64 baseline; the loads read 16 bytes inside `bytes`.
         unsafe {
             (0..4).fold(0u64, |m, k| {
-                let x = _mm_loadu_si128(kind.as_ptr().add(16 * k).cast());
-                let eq = _mm_cmpeq_epi8(x, _mm_set1_epi8(v as i8));
-                m | (_mm_movemask_epi8(eq) as u32 as u64) << (16 * k)
+                let x = _mm_loadu_si128(bytes.as_ptr().add(16 * k).cast());
+                m | (_mm_movemask_epi8(test(x)) as u32 as u64) << (16 * k)
             })
         }
     }
