@@ -62,16 +62,6 @@ class Tokenizer(_core.Encoder):
     [256, 99]
     """
 
-    _vocab: dict[int, bytes]
-    _merges: list[tuple[bytes, bytes]]
-    _special_ids: dict[str, int]
-    _n_vocab: int
-    _roles: dict[str, str]
-    _model_max_length: int | None
-    pattern: str
-    #: The Unicode version of the classes it was trained with (`load` sets the file's).
-    unicode_version: str
-
     def __init__(
         self,
         vocab: dict[int, bytes],
@@ -89,7 +79,7 @@ class Tokenizer(_core.Encoder):
         # one is the special: training puts special tokens after every other token.
         id_of = {b: i for i, b in sorted(self._vocab.items())}
         next_id = max(self._vocab, default=-1) + 1
-        self._special_ids = {}
+        self._special_ids: dict[str, int] = {}
         for token in specials:
             raw = token.encode("utf-8")
             if raw not in id_of:
@@ -101,6 +91,7 @@ class Tokenizer(_core.Encoder):
         self._roles = check_roles(special_token_roles, self._special_ids)
         self._model_max_length = check_max_length(model_max_length)
         self.pattern = resolve_pattern(pattern)
+        #: The Unicode version of the classes it was trained with (`load` sets the file's).
         self.unicode_version = _core.UNICODE_VERSION
         self._build(
             list(self._vocab.items()), self._merges, list(self._special_ids.items()), self.pattern
