@@ -3,7 +3,7 @@
 //! (`fill`), the first id that does not fit in u16 (`first_wide`), and one long text encoded
 //! straight into u16 (`Encoder::encode_u16`). Making the numpy arrays is the bindings' (`py/`).
 
-use rayon::prelude::*;
+use std::sync::Mutex;
 
 use super::{BatchIds, EncodeError, Encoder, SpecialSet};
 use crate::types::TokenId;
@@ -21,8 +21,8 @@ pub fn text_offsets<T>(all: &BatchIds<T>) -> (Vec<u64>, usize) {
     (offsets, total)
 }
 
-/// `runs` concatenated as `narrow` makes each id, on `num_threads` threads (the encoder's
-/// pool); and the OR of every id (so that the caller sees whether one did not fit).
+/// `runs` concatenated as `narrow` makes each id, on `num_threads` threads (`Encoder::share`);
+/// and the OR of every id (so that the caller sees whether one did not fit).
 pub fn fill<T: Send>(
     encoder: &Encoder,
     runs: &[Vec<TokenId>],
@@ -38,27 +38,22 @@ pub fn fill<T: Send>(
     let mut rest = &mut flat.spare_capacity_mut()[..total];
     for ids in runs {
         let (part, tail) = std::mem::take(&mut rest).split_at_mut(ids.len());
-        parts.push(part);
+        parts.push(Mutex::new(part));
         rest = tail;
     }
-    let copy = |(part, ids): (&mut [std::mem::MaybeUninit<T>], &Vec<TokenId>)| {
+    let copy = |i: usize, _| {
+        let mut part = parts[i].lock().unwrap_or_else(|p| p.into_inner());
         let mut bits = 0;
-        for (slot, &id) in part.iter_mut().zip(ids) {
+        for (slot, &id) in part.iter_mut().zip(&runs[i]) {
             slot.write(narrow(id));
             bits |= id;
         }
-        bits
+        Ok(bits)
     };
-    let bits = match runs.len() {
-        0 | 1 => parts.into_iter().zip(runs).map(copy).fold(0, |a, b| a | b),
-        _ => encoder.pool(num_threads)?.install(|| {
-            parts
-                .into_par_iter()
-                .zip(runs.par_iter())
-                .map(copy)
-                .reduce(|| 0, |a, b| a | b)
-        }),
-    };
+    let bits = encoder
+        .share(num_threads, runs.len(), copy)?
+        .into_iter()
+        .fold(0, |a, b| a | b);
     // SAFETY: the parts cover the first `total` slots exactly (their lengths are the runs' id
     // counts, which sum to `total`), and each was written in full above.
     unsafe { flat.set_len(total) };
