@@ -1,8 +1,8 @@
 //! The encoder (docs/spec.md §2): special tokens, then the shared pretokenizer, then BPE of each
 //! pretoken by merge rank (`merge.rs`); and decoding ids back to bytes. Every table is built
 //! once, in `Encoder::new` (`encoder.rs`); one text's pretokens become ids in `text.rs`, batches
-//! run on threads in `batch.rs`, texts are cut at safe cuts in `pieces.rs`, and the ids of many
-//! texts become one flat array in `flat.rs`.
+//! run in `batch.rs` on the threads of `pool.rs`, texts are cut at safe cuts in `pieces.rs`, and
+//! the ids of many texts become one flat array in `flat.rs`.
 //!
 //! Performance notes: a cache maps a pretoken's bytes to its ids (`cache.rs`; ~90% of pretokens
 //! of 2+ bytes hit it on real text). Calls take warm caches from a small pool and give them
@@ -16,6 +16,7 @@ mod merge;
 mod pair_table;
 mod parts;
 mod pieces;
+mod pool;
 mod text;
 
 use crate::pretokenize::PretokenizeError;
