@@ -12,6 +12,11 @@ use super::{Encoder, SpecialSet};
 /// block). Invalid UTF-8 anywhere else is an error (the caller decides: fail, or replace and
 /// retry).
 pub fn block_text(data: &[u8], last: bool) -> Result<&str, Utf8Error> {
+    // valid text (nearly always) is checked at SIMD speed: std's check, on the calling thread
+    // while the others waited, was 7% of `bytepair encode`'s time (perf); std says where not
+    if let Ok(text) = simdutf8::basic::from_utf8(data) {
+        return Ok(text);
+    }
     match std::str::from_utf8(data) {
         Ok(text) => Ok(text),
         Err(e) if e.error_len().is_none() && !last => {
