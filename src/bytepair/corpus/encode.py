@@ -190,7 +190,11 @@ class _Run:
         self.tok, self.writer, self.journal, self.config = tok, writer, journal, config
         self.eot_id, self.num_threads = eot_id, num_threads
         self.next_save = 0.0
-        self.special_ids = np.array(sorted(set(tok.special_tokens.values())), dtype=np.uint32)
+        # in the ids' own dtype, so that looking for them does not widen each block's ids first
+        # (ids too large for it cannot be in the output: encoding refuses them)
+        top = np.iinfo(writer.dtype).max
+        specials = sorted(i for i in set(tok.special_tokens.values()) if i <= top)
+        self.special_ids = np.array(specials, dtype=writer.dtype)
         self.small = writer.dtype.itemsize == 2
         self.report = CorpusReport(dtype=writer.dtype.name)
         state = state or {"where": {"input": 0}, "finished": [], "counts": {}}
