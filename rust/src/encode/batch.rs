@@ -201,10 +201,14 @@ impl Encoder {
     ) -> Result<BatchIds<T>, EncodeError> {
         let threads = crate::mem::worker_count(num_threads);
         let set = self.resolve(set);
+        let size: usize = (0..texts.count()).map(|i| texts.size(i)).sum();
         let caches: Vec<Mutex<Cache>> = self
             .take_caches(threads, cache::entries_per_thread(threads))
             .into_iter()
-            .map(Mutex::new)
+            .map(|mut cache| {
+                cache.expect(size / threads / super::encoder::BYTES_PER_ENTRY);
+                Mutex::new(cache)
+            })
             .collect();
         let encode_run = |run: &[Task<'_>], out, who: usize| {
             self.encode_run(texts, set, &caches[who], run, out, finish)

@@ -15,7 +15,7 @@ use crate::types::{FastMap, Pair, TokenId};
 /// Text bytes per distinct pretoken a call's cache is first sized for (`Cache::expect`): the
 /// large benchmark corpus has one per 55 bytes in its first 12.5 MB, one per 105-130 in 100 MB,
 /// so a table sized at one per 128 bytes is rarely larger than the one its doublings would reach.
-const BYTES_PER_ENTRY: usize = 128;
+pub(super) const BYTES_PER_ENTRY: usize = 128;
 
 /// Caches kept between calls, at most, and their memory at most.
 const MAX_SPARE_CACHES: usize = 8;
