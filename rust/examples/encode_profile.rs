@@ -1,7 +1,9 @@
 //! Times the encoder's stages on one text, for profiling (perf, callgrind) without Python:
 //!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|docs|docs_warm|misses|count|pretok] [reps]
 //!   ... VOCAB.bin TEXT count_file THREADS: training's counting of the file, reader and workers
-//! VOCAB.bin: u32 n, then n × (u32 id, u32 len, bytes); u32 m, then m × (u32 len, bytes) × 2.
+//! VOCAB.bin (`tools/profile_vocab.py` writes one): u32 n, then n × (u32 id, u32 len, bytes);
+//! u32 m, then m × (u32 len, bytes) × 2; then, optionally, the pattern (u32 len, bytes: GPT-2's
+//! when absent).
 use std::time::Instant;
 
 use bytepair_core::count::CountConfig;
@@ -68,14 +70,19 @@ fn main() {
     let merges = (0..read_u32(&raw, &mut at))
         .map(|_| (read_bytes(&raw, &mut at), read_bytes(&raw, &mut at)))
         .collect();
-    let enc = Encoder::new(vocab, merges, vec![], GPT2_PATTERN).unwrap();
+    let pattern = if at < raw.len() {
+        String::from_utf8(read_bytes(&raw, &mut at)).unwrap()
+    } else {
+        GPT2_PATTERN.to_string()
+    };
+    let enc = Encoder::new(vocab, merges, vec![], &pattern).unwrap();
     let mb = match mode {
         "count_file" => std::fs::metadata(&args[2]).unwrap().len() as f64 / 1e6,
         _ => text.len() as f64 / 1e6,
     };
     match mode {
         "pretok" => {
-            let pre = Pretokenizer::new(GPT2_PATTERN).unwrap();
+            let pre = Pretokenizer::new(&pattern).unwrap();
             for _ in 0..reps {
                 let t = Instant::now();
                 let mut n = 0usize;
@@ -85,32 +92,36 @@ fn main() {
             }
         }
         "misses" => {
-            // BPE alone (no cache) of each distinct pretoken of 2-64 bytes, in the order of
-            // their first occurrence: the cold path's merging, timed apart from the rest
-            let pre = Pretokenizer::new(GPT2_PATTERN).unwrap();
+            // BPE alone (no cache) of each distinct pretoken of 2+ bytes, in the order of their
+            // first occurrence: the cold path's merging, timed apart from the rest; words of up
+            // to 64 bytes and longer ones (runs of CJK or Thai letters) apart
+            let pre = Pretokenizer::new(&pattern).unwrap();
             let mut seen = std::collections::HashSet::new();
-            let mut words: Vec<&[u8]> = Vec::new();
+            let (mut short, mut long): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
             pre.for_each(&text, |w| {
-                if (2..=64).contains(&w.len()) && seen.insert(w) {
+                if w.len() >= 2 && seen.insert(w) {
+                    let words = if w.len() <= 64 { &mut short } else { &mut long };
                     words.push(w.as_bytes());
                 }
             })
             .unwrap();
             let mut out = Vec::new();
             for _ in 0..reps {
-                let t = Instant::now();
-                let mut n = 0;
-                for w in &words {
-                    out.clear();
-                    enc.merge_word(w, &mut out);
-                    n += out.len();
+                for (name, words) in [("2-64 B", &short), ("65+ B", &long)] {
+                    let t = Instant::now();
+                    let mut n = 0;
+                    for w in words.iter() {
+                        out.clear();
+                        enc.merge_word(w, &mut out);
+                        n += out.len();
+                    }
+                    let s = t.elapsed().as_secs_f64();
+                    let us = s * 1e6 / words.len().max(1) as f64;
+                    println!(
+                        "misses {name} {s:.3} s {us:.3} us/word, {} words {n} ids",
+                        words.len()
+                    );
                 }
-                let s = t.elapsed().as_secs_f64();
-                let us = s * 1e6 / words.len() as f64;
-                println!(
-                    "misses {s:.3} s {us:.3} us/word, {} words {n} ids",
-                    words.len()
-                );
             }
         }
         "docs" | "docs_warm" => {

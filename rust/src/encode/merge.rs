@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::pair_table::{id_of, rank_of, Merge, PairTable, NO_MERGE};
+use super::pair_table::{id_of, rank_of, Merge, PairTable};
 use crate::types::TokenId;
 
 /// Pretokens up to this many bytes use the plain loop on stack arrays; longer ones the heap,
@@ -34,10 +34,7 @@ pub fn merge_bytes(
     match word {
         &[byte] => out.push(byte_ids[byte as usize]),
         _ if word.len() <= SHORT => merge_short(pairs, byte_ids, word, out),
-        _ => {
-            let tokens: Vec<TokenId> = word.iter().map(|&b| byte_ids[b as usize]).collect();
-            merge_long(pairs, &tokens, out);
-        }
+        _ => merge_long_bytes(pairs, byte_ids, word, out),
     }
 }
 
@@ -87,7 +84,7 @@ fn merge_sized<R: Rank>(pairs: &PairTable, input: Input<'_>, out: &mut Vec<Token
 
 /// A merge rank as `merge_n` keeps it: i16 (biased by 2^15) for ranks below 2^16 - 1; i32, the
 /// merged id, with a mid pair table; else u32.
-trait Rank: Copy + Eq {
+trait Rank: Copy + Ord {
     /// No pair here (or one that never merges); above every rank.
     const NONE: Self;
     /// The merge of (a, b): its rank (or `NONE`) and merged id.
@@ -96,6 +93,8 @@ trait Rank: Copy + Eq {
     fn get_bytes(pairs: &PairTable, a: u8, b: u8) -> (Self, TokenId);
     /// The lowest of `ranks`, and where it occurs (bit i: at `ranks[i]`).
     fn lowest<const N: usize>(ranks: &[Self; N]) -> (Self, u64);
+    /// The rank as a u32 in the same order (`merge_heap`'s keys).
+    fn order(self) -> u32;
 }
 
 /// A merge as a u32 rank (`u32::MAX` for none) and its id.
@@ -115,6 +114,11 @@ impl Rank for u32 {
     #[inline(always)]
     fn get_bytes(pairs: &PairTable, a: u8, b: u8) -> (Self, TokenId) {
         wide(pairs.get_bytes(a, b))
+    }
+
+    #[inline(always)]
+    fn order(self) -> u32 {
+        self
     }
 
     #[inline(always)]
@@ -151,6 +155,11 @@ impl Rank for i32 {
     #[inline(always)]
     fn get_bytes(pairs: &PairTable, a: u8, b: u8) -> (Self, TokenId) {
         mid_merge(pairs.get_bytes_mid(a, b))
+    }
+
+    #[inline(always)]
+    fn order(self) -> u32 {
+        self as u32 // an id below 2^21, or i32::MAX
     }
 
     #[inline(always)]
@@ -202,6 +211,11 @@ impl Rank for i16 {
     #[inline(always)]
     fn get_bytes(pairs: &PairTable, a: u8, b: u8) -> (Self, TokenId) {
         narrow_merge(pairs.get_bytes_narrow(a, b))
+    }
+
+    #[inline(always)]
+    fn order(self) -> u32 {
+        (self as i32 + (1 << 15)) as u32 // the bias undone
     }
 
     #[inline(always)]
@@ -314,56 +328,181 @@ fn merge_n<const N: usize, R: Rank>(pairs: &PairTable, input: Input<'_>, out: &m
     }
 }
 
-/// The same result in O(n log n) for long pretokens: a heap of (rank, position) over a linked
-/// list. All entries of one rank are merged before pairs they create are queued, as in the
-/// plain loop.
+/// The same result in O(n log n) for long pretokens (`tokens`, any number): a heap of (rank,
+/// position) over a linked list (`merge_heap_at`).
 pub fn merge_long(pairs: &PairTable, tokens: &[TokenId], out: &mut Vec<TokenId>) {
-    let n = tokens.len();
-    let mut tok = tokens.to_vec();
-    let mut next: Vec<usize> = (1..=n).collect();
-    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-    let mut alive = vec![true; n];
-    let mut heap = BinaryHeap::new();
-    let merge_at = |tok: &[TokenId], next: &[usize], i: usize| -> Option<Merge> {
-        let j = next[i];
-        (j < n)
-            .then(|| pairs.get(tok[i], tok[j]))
-            .filter(|&m| m != NO_MERGE)
-    };
-    for i in 0..n {
-        if let Some(m) = merge_at(&tok, &next, i) {
-            heap.push(Reverse((rank_of(m), i, tok[i], tok[next[i]])));
-        }
+    match tokens {
+        [] | [_] => out.extend_from_slice(tokens),
+        _ => merge_heap::<false>(pairs, Input::Ids(tokens), out),
     }
+}
+
+/// `merge_long` of bytes, their first pairs looked up in the byte-pair grid.
+pub fn merge_long_bytes(
+    pairs: &PairTable,
+    byte_ids: &[TokenId; 256],
+    word: &[u8],
+    out: &mut Vec<TokenId>,
+) {
+    match word {
+        [] => {}
+        &[byte] => out.push(byte_ids[byte as usize]),
+        _ => merge_heap::<false>(pairs, Input::Bytes(word, byte_ids), out),
+    }
+}
+
+/// `merge_long` with positions in 64 bits whatever the length (for tests: words of 4 G tokens).
+#[cfg(test)]
+pub fn merge_long_wide(pairs: &PairTable, tokens: &[TokenId], out: &mut Vec<TokenId>) {
+    merge_heap::<true>(pairs, Input::Ids(tokens), out);
+}
+
+/// `merge_heap_at` with the table's own rank type (as `merge_input` picks it) and positions in
+/// 32 bits when they fit: heap entries of 8 bytes, not 16.
+fn merge_heap<const WIDE: bool>(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
+    match (pairs.narrow.is_empty(), pairs.mid.is_empty()) {
+        (false, _) => merge_heap_ranked::<i16, WIDE>(pairs, input, out),
+        (true, false) => merge_heap_ranked::<i32, WIDE>(pairs, input, out),
+        (true, true) => merge_heap_ranked::<u32, WIDE>(pairs, input, out),
+    }
+}
+
+/// `merge_heap_at` with positions in 32 bits unless they do not fit (or `WIDE` asks for 64).
+fn merge_heap_ranked<R: Rank, const WIDE: bool>(
+    pairs: &PairTable,
+    input: Input<'_>,
+    out: &mut Vec<TokenId>,
+) {
+    match u32::try_from(input.len()) {
+        Ok(n) if n < u32::MAX && !WIDE => merge_heap_at::<R, u32>(pairs, input, out),
+        _ => merge_heap_at::<R, usize>(pairs, input, out),
+    }
+}
+
+/// A token's position in `merge_heap_at`; `END` marks no neighbour. A heap entry (`Key`) is a
+/// rank (`Rank::order`) and a position, ordered by rank, then position.
+trait Pos: Copy + Ord {
+    const END: Self;
+    type Key: Copy + Ord;
+    fn of(i: usize) -> Self;
+    fn at(self) -> usize;
+    fn key(rank: u32, at: Self) -> Self::Key;
+    fn rank(key: Self::Key) -> u32;
+    fn pos(key: Self::Key) -> Self;
+}
+
+impl Pos for u32 {
+    const END: Self = u32::MAX;
+    type Key = u64; // one compare a step
+    fn of(i: usize) -> Self {
+        i as u32
+    }
+    fn at(self) -> usize {
+        self as usize
+    }
+    fn key(rank: u32, at: Self) -> u64 {
+        (rank as u64) << 32 | at as u64
+    }
+    fn rank(key: u64) -> u32 {
+        (key >> 32) as u32
+    }
+    fn pos(key: u64) -> Self {
+        key as u32
+    }
+}
+
+impl Pos for usize {
+    const END: Self = usize::MAX;
+    type Key = (u32, usize);
+    fn of(i: usize) -> Self {
+        i
+    }
+    fn at(self) -> usize {
+        self
+    }
+    fn key(rank: u32, at: Self) -> (u32, usize) {
+        (rank, at)
+    }
+    fn rank(key: (u32, usize)) -> u32 {
+        key.0
+    }
+    fn pos(key: (u32, usize)) -> Self {
+        key.1
+    }
+}
+
+/// BPE of 2 or more tokens. All entries of one rank are merged, left to right, before the pairs
+/// they make are queued, as in the plain loop. An entry is checked when it comes out by looking
+/// its pair up again, which also gives the merged id: a changed pair has another rank or none,
+/// since the tokens of two entries at one position with one rank (one merged token) cover the
+/// same bytes. A byte input's first pairs come from the byte-pair grid.
+fn merge_heap_at<R: Rank, P: Pos>(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
+    let n = input.len();
+    debug_assert!(n >= 2);
+    let mut tok: Vec<TokenId> = match input {
+        Input::Bytes(word, byte_ids) => word.iter().map(|&b| byte_ids[b as usize]).collect(),
+        Input::Ids(ids) => ids.to_vec(),
+    };
+    // next: the token after (END: none, or merged away); prev: the one before (END: none)
+    let mut next: Vec<P> = (1..=n)
+        .map(|i| if i < n { P::of(i) } else { P::END })
+        .collect();
+    let mut prev: Vec<P> = (0..n)
+        .map(|i| if i > 0 { P::of(i - 1) } else { P::END })
+        .collect();
+    let first = (0..n - 1).filter_map(|i| {
+        let (rank, _) = match input {
+            Input::Bytes(word, _) => R::get_bytes(pairs, word[i], word[i + 1]),
+            Input::Ids(_) => R::get(pairs, tok[i], tok[i + 1]),
+        };
+        (rank != R::NONE).then(|| Reverse(P::key(rank.order(), P::of(i))))
+    });
+    let mut heap: BinaryHeap<Reverse<P::Key>> = first.collect();
+    let queue = |heap: &mut BinaryHeap<_>, tok: &[TokenId], next: &[P], i: P| {
+        let j = next[i.at()];
+        if j != P::END {
+            let (rank, _) = R::get(pairs, tok[i.at()], tok[j.at()]);
+            if rank != R::NONE {
+                heap.push(Reverse(P::key(rank.order(), i)));
+            }
+        }
+    };
     let mut pending = Vec::new();
-    while let Some(Reverse((rank, _, _, _))) = heap.peek().copied() {
-        while let Some(&Reverse((r, i, a, b))) = heap.peek() {
-            if r != rank {
+    while let Some(&Reverse(top)) = heap.peek() {
+        let rank = P::rank(top);
+        while let Some(&Reverse(key)) = heap.peek() {
+            if P::rank(key) != rank {
                 break;
             }
             heap.pop();
-            let j = next[i];
-            if !alive[i] || j >= n || tok[i] != a || tok[j] != b {
-                continue; // stale
+            let i = P::pos(key);
+            let j = next[i.at()];
+            if j == P::END {
+                continue; // merged away, or its right neighbour was
             }
-            tok[i] = id_of(pairs.get(a, b));
-            alive[j] = false;
-            next[i] = next[j];
-            if next[i] < n {
-                prev[next[i]] = i;
+            let (now, merged) = R::get(pairs, tok[i.at()], tok[j.at()]);
+            if now.order() != rank {
+                continue; // the pair has changed since it was queued
+            }
+            tok[i.at()] = merged;
+            let after = next[j.at()];
+            next[i.at()] = after;
+            next[j.at()] = P::END;
+            if after != P::END {
+                prev[after.at()] = i;
             }
             pending.push(i);
-            if prev[i] < n {
-                pending.push(prev[i]);
+            if prev[i.at()] != P::END {
+                pending.push(prev[i.at()]);
             }
         }
         for i in pending.drain(..) {
-            if alive[i] {
-                if let Some(m) = merge_at(&tok, &next, i) {
-                    heap.push(Reverse((rank_of(m), i, tok[i], tok[next[i]])));
-                }
-            }
+            queue(&mut heap, &tok, &next, i);
         }
     }
-    out.extend((0..n).filter(|&i| alive[i]).map(|i| tok[i]));
+    let mut i = P::of(0);
+    while i != P::END {
+        out.push(tok[i.at()]);
+        i = next[i.at()];
+    }
 }

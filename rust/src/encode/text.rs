@@ -172,16 +172,20 @@ mod tests {
     use crate::encode::encoder::tests::toy;
     use crate::pretokenize::{Pretokenizer, GPT2_PATTERN};
 
-    /// BPE of `word` by the short loop or the heap.
+    /// BPE of `word` by the short loop or the heap; the heap's three forms (from bytes, from
+    /// ids, positions in 64 bits) checked equal.
     fn merged(enc: &Encoder, word: &[u8], short: bool) -> Vec<TokenId> {
         let mut out = vec![];
-        match short && word.len() <= SHORT {
-            true => merge::merge_short(&enc.pairs, &enc.byte_ids, word, &mut out),
-            false => {
-                let tokens: Vec<TokenId> = word.iter().map(|&b| enc.byte_ids[b as usize]).collect();
-                merge::merge_long(&enc.pairs, &tokens, &mut out)
-            }
+        if short && word.len() <= SHORT {
+            merge::merge_short(&enc.pairs, &enc.byte_ids, word, &mut out);
+            return out;
         }
+        let tokens: Vec<TokenId> = word.iter().map(|&b| enc.byte_ids[b as usize]).collect();
+        merge::merge_long(&enc.pairs, &tokens, &mut out);
+        let (mut bytes, mut wide) = (vec![], vec![]);
+        merge::merge_long_bytes(&enc.pairs, &enc.byte_ids, word, &mut bytes);
+        merge::merge_long_wide(&enc.pairs, &tokens, &mut wide);
+        assert_eq!((&out, &out), (&bytes, &wide), "{word:?}");
         out
     }
 
