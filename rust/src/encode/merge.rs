@@ -331,10 +331,7 @@ fn merge_n<const N: usize, R: Rank>(pairs: &PairTable, input: Input<'_>, out: &m
 /// The same result in O(n log n) for long pretokens (`tokens`, any number): a heap of (rank,
 /// position) over a linked list (`merge_heap_at`).
 pub fn merge_long(pairs: &PairTable, tokens: &[TokenId], out: &mut Vec<TokenId>) {
-    match tokens {
-        [] | [_] => out.extend_from_slice(tokens),
-        _ => merge_heap::<false>(pairs, Input::Ids(tokens), out),
-    }
+    merge_heap::<false>(pairs, Input::Ids(tokens), out);
 }
 
 /// `merge_long` of bytes, their first pairs looked up in the byte-pair grid.
@@ -344,11 +341,7 @@ pub fn merge_long_bytes(
     word: &[u8],
     out: &mut Vec<TokenId>,
 ) {
-    match word {
-        [] => {}
-        &[byte] => out.push(byte_ids[byte as usize]),
-        _ => merge_heap::<false>(pairs, Input::Bytes(word, byte_ids), out),
-    }
+    merge_heap::<false>(pairs, Input::Bytes(word, byte_ids), out);
 }
 
 /// `merge_long` with positions in 64 bits whatever the length (for tests: words of 4 G tokens).
@@ -431,18 +424,21 @@ impl Pos for usize {
     }
 }
 
-/// BPE of 2 or more tokens. All entries of one rank are merged, left to right, before the pairs
+/// BPE of any number of tokens. All entries of one rank are merged, left to right, before the pairs
 /// they make are queued, as in the plain loop. An entry is checked when it comes out by looking
 /// its pair up again, which also gives the merged id: a changed pair has another rank or none,
 /// since the tokens of two entries at one position with one rank (one merged token) cover the
 /// same bytes. A byte input's first pairs come from the byte-pair grid.
 fn merge_heap_at<R: Rank, P: Pos>(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
     let n = input.len();
-    debug_assert!(n >= 2);
     let mut tok: Vec<TokenId> = match input {
         Input::Bytes(word, byte_ids) => word.iter().map(|&b| byte_ids[b as usize]).collect(),
         Input::Ids(ids) => ids.to_vec(),
     };
+    if n < 2 {
+        out.append(&mut tok);
+        return;
+    }
     // next: the token after (END: none, or merged away); prev: the one before (END: none)
     let mut next: Vec<P> = (1..=n)
         .map(|i| if i < n { P::of(i) } else { P::END })
