@@ -201,12 +201,12 @@ impl Encoder {
     ) -> Result<BatchIds<T>, EncodeError> {
         let threads = crate::mem::worker_count(num_threads);
         let set = self.resolve(set);
-        let size: usize = (0..texts.count()).map(|i| texts.size(i)).sum();
+        let total: usize = (0..texts.count()).map(|i| texts.size(i)).sum();
         let caches: Vec<Mutex<Cache>> = self
             .take_caches(threads, cache::entries_per_thread(threads))
             .into_iter()
             .map(|mut cache| {
-                cache.expect(size / threads / super::encoder::BYTES_PER_ENTRY);
+                cache.expect_text(total / threads);
                 Mutex::new(cache)
             })
             .collect();

@@ -13,6 +13,12 @@ use crate::types::{FastMap, TokenId};
 /// and runs of over 256 bytes (box drawing, CJK sentences) went through the heap every time.
 pub const LONG_WORD: usize = 16 << 10;
 const LONG_BYTES_PER_ENTRY: usize = 8;
+
+/// Text bytes per distinct pretoken a call's cache is first sized for (`Cache::expect_text`):
+/// the large benchmark corpus has one per 55 bytes in its first 12.5 MB, one per 105-130 in
+/// 100 MB, so a table sized at one per 128 bytes is rarely larger than the one its doublings
+/// would reach.
+const BYTES_PER_ENTRY: usize = 128;
 /// The table takes no more entries past this many (a 64 MB table at most): the 100 MB of text
 /// the encoding benchmark reads has 775 K distinct pretokens, and with a cap of 2^18 every word
 /// first seen past it missed. A call on several threads shares this budget between their
@@ -417,6 +423,11 @@ impl Cache {
             i = (i + 1) & mask;
         }
         self.slots[i] = slot;
+    }
+
+    /// `expect` for `bytes` of text, at one entry per `BYTES_PER_ENTRY` bytes.
+    pub fn expect_text(&mut self, bytes: usize) {
+        self.expect(bytes / BYTES_PER_ENTRY);
     }
 
     /// Makes the table as large as `entries` entries (at most `limit`) need, at once: for a

@@ -12,11 +12,6 @@ use super::{EncodeError, CHECK_EVERY};
 use crate::pretokenize::{Pretokenizer, Specials};
 use crate::types::{FastMap, Pair, TokenId};
 
-/// Text bytes per distinct pretoken a call's cache is first sized for (`Cache::expect`): the
-/// large benchmark corpus has one per 55 bytes in its first 12.5 MB, one per 105-130 in 100 MB,
-/// so a table sized at one per 128 bytes is rarely larger than the one its doublings would reach.
-pub(super) const BYTES_PER_ENTRY: usize = 128;
-
 /// Caches kept between calls, at most, and their memory at most.
 const MAX_SPARE_CACHES: usize = 8;
 const SPARE_BYTES: usize = 160 << 20;
@@ -192,7 +187,7 @@ impl Encoder {
     ) -> Result<(), EncodeError> {
         let set = self.resolve(set);
         let mut cache = self.take_cache(limit);
-        cache.expect(text.len() / BYTES_PER_ENTRY);
+        cache.expect_text(text.len());
         let mut pos = 0;
         let result = loop {
             if pos == text.len() {
