@@ -172,12 +172,16 @@ mod tests {
     use crate::encode::encoder::tests::toy;
     use crate::pretokenize::{Pretokenizer, GPT2_PATTERN};
 
-    /// BPE of `word` by the short loop or the heap; the heap's three forms (from bytes, from
-    /// ids, positions in 64 bits) checked equal.
+    /// BPE of `word` by the short loop or the heap; the short loop's two forms (with AVX2 if
+    /// the CPU has it, and without) and the heap's three (from bytes, from ids, positions in
+    /// 64 bits) checked equal.
     fn merged(enc: &Encoder, word: &[u8], short: bool) -> Vec<TokenId> {
         let mut out = vec![];
         if short && word.len() <= SHORT {
             merge::merge_short(&enc.pairs, &enc.byte_ids, word, &mut out);
+            let mut sse2 = vec![];
+            merge::merge_short_sse2(&enc.pairs, &enc.byte_ids, word, &mut sse2);
+            assert_eq!(out, sse2, "{word:?}");
             return out;
         }
         let tokens: Vec<TokenId> = word.iter().map(|&b| enc.byte_ids[b as usize]).collect();
