@@ -61,9 +61,10 @@ impl Input<'_> {
 
 #[inline(always)]
 fn merge_input(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
-    // i32 ranks (mid tables: cl100k's, o200k's) with AVX2 when the CPU has it: 8 to a compare,
-    // where SSE2 takes 4 and has no 32-bit minimum (misses of 2-64 bytes 7-12% faster on the
-    // multilingual corpus). i16 ranks stay with SSE2: with AVX2 they were 3-5% slower.
+    // 32-bit ranks (mid tables, as cl100k's and o200k's, and wide ones) with AVX2 when the CPU
+    // has it: 8 to a compare, where SSE2 takes 4 and has no 32-bit minimum (misses of 2-64
+    // bytes 7-9% faster on the multilingual corpus). i16 ranks stay with SSE2: with AVX2 they
+    // were 3-5% slower.
     #[cfg(target_arch = "x86_64")]
     if pairs.narrow.is_empty() && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2
@@ -98,7 +99,7 @@ unsafe fn merge_input_avx2(pairs: &PairTable, input: Input<'_>, out: &mut Vec<To
 #[inline(always)]
 fn merge_ranked<const AVX2: bool>(pairs: &PairTable, input: Input<'_>, out: &mut Vec<TokenId>) {
     // ranks in 16 bits when they fit (the narrow table), eight to a SIMD compare; ids for ranks
-    // with a mid table, four to one
+    // with a mid table, four to one (eight with AVX2)
     match (pairs.narrow.is_empty(), pairs.mid.is_empty()) {
         (false, _) => merge_sized::<i16, AVX2>(pairs, input, out),
         (true, false) => merge_sized::<i32, AVX2>(pairs, input, out),
