@@ -1,26 +1,15 @@
 //! Times the encoder's stages on one text, for profiling (perf, callgrind) without Python:
 //!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|docs|docs_warm|misses|count|pretok] [reps]
 //!   ... VOCAB.bin TEXT count_file THREADS: training's counting of the file, reader and workers
-//! VOCAB.bin (`tools/profile_vocab.py` writes one): u32 n, then n × (u32 id, u32 len, bytes);
-//! u32 m, then m × (u32 len, bytes) × 2; then, optionally, the pattern (u32 len, bytes: GPT-2's
-//! when absent).
+//! VOCAB.bin: `tools/profile_vocab.py` writes one (the format: `common/vocab_file.rs`).
 use std::time::Instant;
 
 use bytepair_core::count::CountConfig;
 use bytepair_core::encode::Encoder;
 use bytepair_core::pretokenize::{Pretokenizer, GPT2_PATTERN};
 
-fn read_u32(b: &[u8], at: &mut usize) -> u32 {
-    let v = u32::from_le_bytes(b[*at..*at + 4].try_into().unwrap());
-    *at += 4;
-    v
-}
-
-fn read_bytes(b: &[u8], at: &mut usize) -> Vec<u8> {
-    let n = read_u32(b, at) as usize;
-    *at += n;
-    b[*at - n..*at].to_vec()
-}
+#[path = "common/vocab_file.rs"]
+mod vocab_file;
 
 /// One encode (a function of its own, for `callgrind --toggle-collect`).
 #[inline(never)]
@@ -55,7 +44,6 @@ fn count_config(threads: usize) -> CountConfig {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let raw = std::fs::read(&args[1]).unwrap();
     let mode = args.get(3).map_or("warm", |s| s.as_str());
     // count_file reads the file itself
     let text = match mode {
@@ -63,19 +51,9 @@ fn main() {
         _ => String::from_utf8(std::fs::read(&args[2]).unwrap()).unwrap(),
     };
     let reps: usize = args.get(4).map_or(3, |s| s.parse().unwrap());
-    let mut at = 0;
-    let vocab = (0..read_u32(&raw, &mut at))
-        .map(|_| (read_u32(&raw, &mut at), read_bytes(&raw, &mut at)))
-        .collect();
-    let merges = (0..read_u32(&raw, &mut at))
-        .map(|_| (read_bytes(&raw, &mut at), read_bytes(&raw, &mut at)))
-        .collect();
-    let pattern = if at < raw.len() {
-        String::from_utf8(read_bytes(&raw, &mut at)).unwrap()
-    } else {
-        GPT2_PATTERN.to_string()
-    };
-    let enc = Encoder::new(vocab, merges, vec![], &pattern).unwrap();
+    let file = vocab_file::read(&args[1]);
+    let pattern = file.pattern;
+    let enc = Encoder::new(file.vocab, file.merges, vec![], &pattern).unwrap();
     let mb = match mode {
         "count_file" => std::fs::metadata(&args[2]).unwrap().len() as f64 / 1e6,
         _ => text.len() as f64 / 1e6,

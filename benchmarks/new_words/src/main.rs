@@ -16,6 +16,9 @@ use bpe::byte_pair_encoding::{find_hash_factor_for_dictionary, BytePairEncoding}
 use bytepair_core::encode::Encoder;
 use bytepair_core::pretokenize::Pretokenizer;
 
+#[path = "../../../rust/examples/common/vocab_file.rs"]
+mod vocab_file;
+
 const MAX_TEXT: u64 = 30_000_000;
 const CLASSES: [(usize, usize); 7] = [
     (2, 8),
@@ -26,34 +29,6 @@ const CLASSES: [(usize, usize); 7] = [
     (129, 512),
     (513, usize::MAX),
 ];
-
-fn read_u32(b: &[u8], at: &mut usize) -> u32 {
-    let v = u32::from_le_bytes(b[*at..*at + 4].try_into().unwrap());
-    *at += 4;
-    v
-}
-
-fn read_bytes(b: &[u8], at: &mut usize) -> Vec<u8> {
-    let n = read_u32(b, at) as usize;
-    *at += n;
-    b[*at - n..*at].to_vec()
-}
-
-/// The vocabulary, merges and pattern of a `profile_vocab.py` file.
-type VocabFile = (Vec<(u32, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>, String);
-
-fn read_vocab(path: &str) -> VocabFile {
-    let raw = std::fs::read(path).unwrap();
-    let mut at = 0;
-    let vocab = (0..read_u32(&raw, &mut at))
-        .map(|_| (read_u32(&raw, &mut at), read_bytes(&raw, &mut at)))
-        .collect();
-    let merges = (0..read_u32(&raw, &mut at))
-        .map(|_| (read_bytes(&raw, &mut at), read_bytes(&raw, &mut at)))
-        .collect();
-    let pattern = String::from_utf8(read_bytes(&raw, &mut at)).unwrap();
-    (vocab, merges, pattern)
-}
 
 /// The first 30 MB of `path`, cut at a character's start.
 fn read_text(path: &str) -> String {
@@ -90,7 +65,11 @@ type Encode<'a> = Box<dyn Fn(&[u8], &mut Vec<u32>) + 'a>;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (name, reps) = (args[1].as_str(), args[3].parse::<usize>().unwrap());
-    let (vocab, merges, pattern) = read_vocab(&args[2]);
+    let vocab_file::VocabFile {
+        vocab,
+        merges,
+        pattern,
+    } = vocab_file::read(&args[2]);
     let enc = Encoder::new(vocab.clone(), merges, vec![], &pattern).unwrap();
     let t = Instant::now();
     let gems = gems_bpe(name, &vocab);
