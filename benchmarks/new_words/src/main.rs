@@ -128,7 +128,11 @@ fn main() {
                     differ += usize::from(got != want);
                 }
             }
-            let mut line = format!("{name} | {stem} | {lo}-{hi} | {}", class.len());
+            let bytes = match hi {
+                usize::MAX => format!("{lo}+"),
+                _ => format!("{lo}-{hi}"),
+            };
+            let mut line = format!("{name} | {stem} | {bytes} | {}", class.len());
             for (_, encode) in &encoders {
                 let best = (0..reps)
                     .map(|_| {
