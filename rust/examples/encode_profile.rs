@@ -1,5 +1,6 @@
 //! Times the encoder's stages on one text, for profiling (perf, callgrind) without Python:
 //!   cargo run --profile profiling --example encode_profile -- VOCAB.bin TEXT [warm|cold|docs|docs_warm|misses|count|pretok] [reps]
+//!   ... VOCAB.bin TEXT [batch1|batch2|batch1_warm|batch2_warm] [reps]: 8 MB batches on 1 or 2 threads
 //!   ... VOCAB.bin TEXT count_file THREADS: training's counting of the file, reader and workers
 //! VOCAB.bin: `tools/profile_vocab.py` writes one (the format: `common/vocab_file.rs`).
 use std::time::Instant;
@@ -42,6 +43,26 @@ fn count_config(threads: usize) -> CountConfig {
     }
 }
 
+/// This process's resource use so far, all threads.
+fn usage() -> libc::rusage {
+    // SAFETY: getrusage fills the struct it is given
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage
+}
+
+/// CPU time so far, user and system, in seconds.
+fn cpu_seconds() -> f64 {
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    let u = usage();
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// Page faults so far.
+fn page_faults() -> i64 {
+    usage().ru_minflt
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(3).map_or("warm", |s| s.as_str());
@@ -53,7 +74,8 @@ fn main() {
     let reps: usize = args.get(4).map_or(3, |s| s.parse().unwrap());
     let file = vocab_file::read(&args[1]);
     let pattern = file.pattern;
-    let enc = Encoder::new(file.vocab, file.merges, vec![], &pattern).unwrap();
+    let (vocab, merges) = (file.vocab, file.merges);
+    let enc = Encoder::new(vocab.clone(), merges.clone(), vec![], &pattern).unwrap();
     let mb = match mode {
         "count_file" => std::fs::metadata(&args[2]).unwrap().len() as f64 / 1e6,
         _ => text.len() as f64 / 1e6,
@@ -151,6 +173,57 @@ fn main() {
                 let n = count_pass(&config, &text);
                 let s = t.elapsed().as_secs_f64();
                 println!("count {:.3} s {:.1} MB/s {n} words", s, mb / s);
+            }
+        }
+        "batch1" | "batch2" | "batch1_warm" | "batch2_warm" => {
+            // as the benchmark's numpy rows: the documents (split at <|endoftext|>) in batches
+            // of ~8 MB on 1 or 2 threads, by a new encoder warmed on the first ~1 MB (or, for
+            // _warm, the same encoder each rep); wall and CPU time, and page faults
+            let threads = if mode.starts_with("batch1") { 1 } else { 2 };
+            let docs: Vec<&str> = text.split("<|endoftext|>").collect();
+            // consecutive documents of about `size` bytes each
+            let batches_of = |size: usize| {
+                let mut batches: Vec<&[&str]> = Vec::new();
+                let (mut from, mut bytes) = (0, 0);
+                for (k, d) in docs.iter().enumerate() {
+                    bytes += d.len();
+                    if bytes >= size {
+                        batches.push(&docs[from..=k]);
+                        (from, bytes) = (k + 1, 0);
+                    }
+                }
+                batches.push(&docs[from..]);
+                batches
+            };
+            let warm_up = batches_of(1_000_000)[0];
+            let batches = batches_of(8_000_000);
+            let mut fresh = None;
+            for _ in 0..reps {
+                let enc = match mode.ends_with("warm") {
+                    true => &enc,
+                    false => fresh.insert(
+                        Encoder::new(vocab.clone(), merges.clone(), vec![], &pattern).unwrap(),
+                    ),
+                };
+                enc.encode_batch(warm_up, &None, threads, &mut || true)
+                    .unwrap();
+                let (t, cpu, faults) = (Instant::now(), cpu_seconds(), page_faults());
+                let mut n = 0;
+                for b in &batches {
+                    let ids = enc.encode_batch(*b, &None, threads, &mut || true).unwrap();
+                    // one flat array of the ids, as `encode_batch_to_numpy` makes
+                    let total = bytepair_core::encode::text_offsets(&ids).1;
+                    let flat = bytepair_core::encode::fill(enc, &ids.runs, total, threads, |id| id);
+                    n += flat.unwrap().0.len();
+                    // as the Python bindings do once the ids are copied out
+                    enc.give_back_ids(ids.runs);
+                }
+                let (s, c) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+                let f = page_faults() - faults;
+                println!(
+                    "{mode} {s:.3} s {:.1} MB/s cpu {c:.3} s {f} faults {n} ids",
+                    mb / s
+                );
             }
         }
         "cold" => {

@@ -153,28 +153,6 @@ fn group_end<S: BatchTexts + ?Sized>(texts: &S, first: usize) -> (usize, usize) 
     (end, size)
 }
 
-/// An empty vector for the ids of each of `runs`, made on the calling thread.
-fn run_outs<'t>(
-    runs: &[&[Task<'t>]],
-    bytes_of: impl Fn(&Task<'t>) -> usize,
-) -> Result<Vec<Vec<TokenId>>, EncodeError> {
-    // each run's vector made here, not on the workers: freed by this thread later,
-    // those made on the workers went back to their allocator arenas, which returned
-    // the memory to the system, and the next call's vectors faulted it in again. Room
-    // for half an id a byte, as a document gets (`encode_limited`): with a third, every
-    // run's ids were copied once to a vector twice as large (perf: the first page
-    // faults of 8 MB batches were mostly that copy's)
-    let outs = runs.iter().map(|run| {
-        let bytes: usize = run.iter().map(&bytes_of).sum();
-        let mut out = Vec::new();
-        out.try_reserve(bytes / 2 + 4 * cache::BATCH)
-            .map_err(|_| EncodeError::OutOfMemory(bytes))?;
-        crate::mem::advise_huge_pages(out.spare_capacity_mut());
-        Ok(out)
-    });
-    outs.collect()
-}
-
 impl Encoder {
     /// Encodes each text, on `num_threads` threads; `check` is called between groups of texts
     /// of about `8 × CHECK_EVERY` bytes (false stops with `Interrupted`).
@@ -233,7 +211,7 @@ impl Encoder {
             first = end;
             let bytes_of = |&(i, piece): &Task<'_>| piece.map_or_else(|| texts.size(i), str::len);
             let runs = runs_of(&tasks, size, threads, bytes_of);
-            let done = run_outs(&runs, bytes_of).and_then(|outs| {
+            let done = self.run_outs(&runs, bytes_of).and_then(|outs| {
                 let outs: Vec<_> = outs.into_iter().map(Mutex::new).collect();
                 self.share(threads, runs.len(), |i, who| {
                     let out =
@@ -255,6 +233,45 @@ impl Encoder {
                 .map(|c| c.into_inner().unwrap_or_else(|p| p.into_inner())),
         );
         result
+    }
+
+    /// An empty vector for the ids of each of `runs`, on the calling thread: for each run, from
+    /// the largest, the smallest of those given back by earlier calls (`give_back_ids`) that is
+    /// large enough, else a new one.
+    fn run_outs<'t>(
+        &self,
+        runs: &[&[Task<'t>]],
+        bytes_of: impl Fn(&Task<'t>) -> usize,
+    ) -> Result<Vec<Vec<TokenId>>, EncodeError> {
+        // Room for half an id a byte, as a document gets (`encode_limited`): with a third,
+        // every run's ids were copied once to a vector twice as large (perf: the first page
+        // faults of 8 MB batches were mostly that copy's). New vectors are made here, not on the
+        // workers: freed by this thread later, those made on the workers went back to their
+        // allocator arenas, which returned the memory to the system
+        let needs: Vec<usize> = runs
+            .iter()
+            .map(|run| run.iter().map(&bytes_of).sum::<usize>() / 2 + 4 * cache::BATCH)
+            .collect();
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        order.sort_unstable_by_key(|&i| std::cmp::Reverse(needs[i]));
+        let mut spare = self.take_spare_ids();
+        let mut outs: Vec<Vec<TokenId>> = (0..runs.len()).map(|_| Vec::new()).collect();
+        for i in order {
+            // the smallest that is large enough (`spare` is smallest first)
+            let fit = spare.partition_point(|v| v.capacity() < needs[i]);
+            outs[i] = match fit < spare.len() {
+                true => spare.remove(fit),
+                false => {
+                    let mut out = Vec::new();
+                    out.try_reserve(needs[i])
+                        .map_err(|_| EncodeError::OutOfMemory(needs[i] * 2))?;
+                    crate::mem::advise_huge_pages(out.spare_capacity_mut());
+                    out
+                }
+            };
+        }
+        self.give_back_ids(spare);
+        Ok(outs)
     }
 
     /// Encodes the tasks of one `run` into `out` on this worker, with its `cache`, then calls
@@ -333,6 +350,39 @@ mod tests {
             assert_eq!(all, got.concat());
             assert!(threads == 1 || ids.runs.len() > 2, "{}", ids.runs.len());
         }
+    }
+
+    #[test]
+    fn batch_calls_reuse_the_id_vectors_given_back() {
+        let enc = toy();
+        let texts: Vec<String> = (0..3000).map(|i| format!("aa{i} a<s>aaa ")).collect();
+        let want: Vec<Vec<TokenId>> = texts
+            .iter()
+            .map(|t| enc.encode(t, &None).unwrap())
+            .collect();
+        let mut given: Vec<*const TokenId> = Vec::new();
+        for round in 0..3 {
+            let ids = enc
+                .encode_batch(&texts[..], &None, 2, &mut || true)
+                .unwrap();
+            let got: Vec<Vec<TokenId>> = ids.texts().into_iter().map(|t| t.to_vec()).collect();
+            assert_eq!(got, want, "round {round}");
+            let mine: Vec<*const TokenId> = ids.runs.iter().map(|r| r.as_ptr()).collect();
+            // after the first call, every run's vector is one given back (the same runs)
+            assert!(
+                round == 0 || mine.iter().all(|p| given.contains(p)),
+                "round {round}"
+            );
+            given = mine;
+            enc.give_back_ids(ids.runs);
+        }
+        // the kept vectors are empty, and no more than their budget
+        let huge = Vec::with_capacity(super::super::encoder::SPARE_ID_BYTES / 4 + 1);
+        enc.give_back_ids(vec![huge]);
+        let kept = enc.take_spare_ids();
+        assert!(!kept.is_empty() && kept.iter().all(Vec::is_empty));
+        let bytes: usize = kept.iter().map(|v| v.capacity() * 4).sum();
+        assert!(bytes <= super::super::encoder::SPARE_ID_BYTES);
     }
 
     #[test]

@@ -243,6 +243,7 @@ impl PyEncoder {
                 None => self.to_list(py, &ids),
             })
             .collect::<PyResult<Vec<_>>>()?;
+        self.inner()?.give_back_ids(all.runs);
         PyList::new(py, lists)
     }
 
@@ -502,12 +503,15 @@ fn flatten<'py>(
         let flat = py
             .detach(|| encode::fill(encoder, runs, total, num_threads, |id| id))
             .map_err(encode_err)?;
+        encoder.give_back_ids(all.runs);
         return Ok((array(py, flat.0).into_any(), offsets));
     }
     let (flat, all_bits) = py
         .detach(|| encode::fill(encoder, runs, total, num_threads, |id| id as u16))
         .map_err(encode_err)?;
-    if let Some(wide) = encode::first_wide_in(runs, all_bits) {
+    let wide = encode::first_wide_in(runs, all_bits);
+    encoder.give_back_ids(all.runs);
+    if let Some(wide) = wide {
         return Err(too_wide(wide));
     }
     Ok((array(py, flat).into_any(), offsets))
