@@ -208,20 +208,22 @@ fn main() {
                 enc.encode_batch(warm_up, &None, threads, &mut || true)
                     .unwrap();
                 let (t, cpu, faults) = (Instant::now(), cpu_seconds(), page_faults());
-                let mut n = 0;
+                let (mut n, mut fill_s) = (0, 0.0);
                 for b in &batches {
                     let ids = enc.encode_batch(*b, &None, threads, &mut || true).unwrap();
                     // one flat array of the ids, as `encode_batch_to_numpy` makes
                     let total = bytepair_core::encode::text_offsets(&ids).1;
+                    let t_fill = Instant::now();
                     let flat = bytepair_core::encode::fill(enc, &ids.runs, total, threads, |id| id);
                     n += flat.unwrap().0.len();
+                    fill_s += t_fill.elapsed().as_secs_f64();
                     // as the Python bindings do once the ids are copied out
                     enc.give_back_ids(ids.runs);
                 }
                 let (s, c) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
                 let f = page_faults() - faults;
                 println!(
-                    "{mode} {s:.3} s {:.1} MB/s cpu {c:.3} s {f} faults {n} ids",
+                    "{mode} {s:.3} s {:.1} MB/s cpu {c:.3} s (flat copy {fill_s:.3} s) {f} faults {n} ids",
                     mb / s
                 );
             }
