@@ -240,7 +240,8 @@ impl Encoder {
         caches
     }
 
-    /// Forgets the caches kept between calls (their memory, and what they learned).
+    /// Forgets the caches kept between calls (their memory, and what they learned) and the id
+    /// vectors kept for batch calls.
     pub fn drop_caches(&self) {
         self.spare_caches
             .lock()
