@@ -248,10 +248,11 @@ impl Encoder {
         // faults of 8 MB batches were mostly that copy's). New vectors are made here, not on the
         // workers: freed by this thread later, those made on the workers went back to their
         // allocator arenas, which returned the memory to the system
-        let needs: Vec<usize> = runs
+        let bytes: Vec<usize> = runs
             .iter()
-            .map(|run| run.iter().map(&bytes_of).sum::<usize>() / 2 + 4 * cache::BATCH)
+            .map(|run| run.iter().map(&bytes_of).sum())
             .collect();
+        let needs: Vec<usize> = bytes.iter().map(|b| b / 2 + 4 * cache::BATCH).collect();
         let mut order: Vec<usize> = (0..runs.len()).collect();
         order.sort_unstable_by_key(|&i| std::cmp::Reverse(needs[i]));
         let mut spare = self.take_spare_ids();
@@ -264,7 +265,7 @@ impl Encoder {
                 false => {
                     let mut out = Vec::new();
                     out.try_reserve(needs[i])
-                        .map_err(|_| EncodeError::OutOfMemory(needs[i] * 2))?;
+                        .map_err(|_| EncodeError::OutOfMemory(bytes[i]))?;
                     crate::mem::advise_huge_pages(out.spare_capacity_mut());
                     out
                 }

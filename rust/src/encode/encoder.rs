@@ -275,9 +275,8 @@ impl Encoder {
         let mut bytes = 0;
         spare.retain(|v| {
             let size = v.capacity() * std::mem::size_of::<TokenId>();
-            bytes += size;
-            let fits = bytes <= SPARE_ID_BYTES;
-            bytes -= if fits { 0 } else { size };
+            let fits = bytes + size <= SPARE_ID_BYTES;
+            bytes += if fits { size } else { 0 };
             fits
         });
         spare.reverse();
