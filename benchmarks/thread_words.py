@@ -30,7 +30,9 @@ Doc = tuple[int, list[str]]  # a document's size, and its pretokens that need a 
 
 def runs_of(batch: list[Doc], threads: int) -> list[list[Doc]]:
     """The batch's runs, as `rust/src/encode/batch.rs` cuts them (sizes in characters, as the
-    Python bindings give them)."""
+    Python bindings give them): one run on one thread."""
+    if threads == 1:
+        return [batch]
     left = sum(n for n, _ in batch)
     runs: list[list[Doc]] = []
     run: list[Doc] = []
@@ -56,7 +58,7 @@ def merges(calls: list[list[Doc]], threads: int, exchange: bool) -> int:
     caches: list[set[str]] = [set() for _ in range(threads)]
     merged = 0
     for i, call in enumerate(calls):
-        for k, run in enumerate(runs_of(call, threads) if threads > 1 else [call]):
+        for k, run in enumerate(runs_of(call, threads)):
             cache = caches[k % threads]
             for _, words in run:
                 for word in words:

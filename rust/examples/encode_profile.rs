@@ -75,7 +75,8 @@ fn main() {
     let file = vocab_file::read(&args[1]);
     let pattern = file.pattern;
     let (vocab, merges) = (file.vocab, file.merges);
-    let enc = Encoder::new(vocab.clone(), merges.clone(), vec![], &pattern).unwrap();
+    let new_encoder = || Encoder::new(vocab.clone(), merges.clone(), vec![], &pattern).unwrap();
+    let enc = new_encoder();
     let mb = match mode {
         "count_file" => std::fs::metadata(&args[2]).unwrap().len() as f64 / 1e6,
         _ => text.len() as f64 / 1e6,
@@ -201,9 +202,7 @@ fn main() {
             for _ in 0..reps {
                 let enc = match mode.ends_with("warm") {
                     true => &enc,
-                    false => fresh.insert(
-                        Encoder::new(vocab.clone(), merges.clone(), vec![], &pattern).unwrap(),
-                    ),
+                    false => fresh.insert(new_encoder()),
                 };
                 enc.encode_batch(warm_up, &None, threads, &mut || true)
                     .unwrap();
