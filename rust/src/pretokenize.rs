@@ -22,6 +22,7 @@ mod block;
 mod gpt2;
 pub mod gpt4;
 mod gpt4_ascii;
+mod gpt4_masks;
 pub mod o200k;
 mod specials;
 mod superword;

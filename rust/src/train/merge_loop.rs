@@ -7,9 +7,10 @@ use super::arena::Token;
 use super::deltas::{Delta, Half};
 use super::floor::{first_floor, Floor, Guess};
 use super::heap::PairHeap;
-use super::pairs::{PairInfo, Pairs, WordList};
+use super::pairs::{byte_pairs, PairInfo, Pairs, WordList};
 use super::replay::Replay;
 use super::runs::merge_all;
+use super::token_pairs::token_pairs;
 use super::words::Words;
 #[cfg(test)]
 use super::Superword;
@@ -84,7 +85,7 @@ impl State {
         } = self;
         drop((pairs, heap));
         floor.recount(best);
-        let (pairs, left_out) = words.pairs(pool, |_| floor.value())?;
+        let (pairs, left_out) = first_pairs(words, pool, |_| floor.value())?;
         floor.start_at(floor.value(), left_out);
         let mut state = State::new(pairs, floor, vocab);
         state.lists = lists;
@@ -207,6 +208,21 @@ impl State {
     }
 }
 
+/// The first pair index of the words: by `pairs.rs`'s two passes for words of bytes, by
+/// `token_pairs.rs`'s partitions for words that go on from earlier merges (lines of superword
+/// training hold millions of distinct pairs, nearly all rare).
+fn first_pairs<T: Token>(
+    words: &Words<T>,
+    pool: &rayon::ThreadPool,
+    floor: impl FnOnce(&[u64]) -> u64,
+) -> Result<(Pairs, u64), TrainError> {
+    if words.replayed {
+        token_pairs(words, pool, floor)
+    } else {
+        byte_pairs(words, pool, floor)
+    }
+}
+
 /// The bytes of the 256 byte tokens and of the tokens of `start` (merges of an earlier run),
 /// each of which may join only tokens made before it.
 fn start_vocab(start: &[Pair]) -> Result<Vec<Vec<u8>>, TrainError> {
@@ -254,7 +270,7 @@ pub(super) fn merge_loop<T: Token>(
     let to_make = num_merges.saturating_sub(start.len());
     let mut floor = Floor::new(to_make, guess);
     let mut first = 0;
-    let (pairs, left_out) = words.pairs(pool, |counts| {
+    let (pairs, left_out) = first_pairs(&words, pool, |counts| {
         if !start.is_empty() {
             first = first_floor(counts, 4 * to_make + 4096);
         }

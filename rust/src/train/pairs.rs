@@ -1,13 +1,13 @@
 //! The merge loop's first pair index: the count of every pair of the words and the words it
-//! occurs in (`Words::pairs`), built in two passes over runs of words on the pool's threads.
-//! The words' layout is `words.rs`'s; keeping the counts up to date is the loop's.
+//! occurs in, built in two passes over runs of words on the pool's threads (`byte_pairs`, for
+//! words of bytes); the index's types, which `token_pairs.rs` builds for words that go on from
+//! earlier merges. The words' layout is `words.rs`'s; keeping the counts up to date is the loop's.
 
 use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
 use super::arena::{header_at, runs, Token};
-use super::token_pairs::token_pairs;
 use super::words::Words;
 use super::TrainError;
 use crate::types::{FastMap, Pair, TokenId};
@@ -25,54 +25,48 @@ pub(super) type WordList = smallvec::SmallVec<[u32; 4]>;
 /// Every pair of the words, by its ids.
 pub(super) type Pairs = FastMap<Pair, PairInfo>;
 
-impl<T: Token> Words<T> {
-    /// The count of every pair and the words it occurs in, on the pool's threads over runs of
-    /// words, in two passes: the first counts each pair and the words of the run holding it,
-    /// the second writes every list at its exact size, each run into its own part of it (so
-    /// that every list comes out sorted). Lists that grew by doubling, then were joined and
-    /// shrunk, left the loop more peak RSS (16 MB on the large corpus) and slower. No count can
-    /// grow past these later: each
-    /// occurrence of a pair of tokens (x, y) sits on an occurrence of the byte pair (last of
-    /// x, first of y), so when these fit in a u64 every later count does too.
-    ///
-    /// Only pairs counted `floor(counts)` times or more are listed (`counts`: every pair's);
-    /// the largest count of the others is returned beside them. Words that go on from earlier
-    /// merges (lines of superword training) hold millions of distinct pairs, nearly all rare.
-    pub fn pairs(
-        &self,
-        pool: &rayon::ThreadPool,
-        floor: impl FnOnce(&[u64]) -> u64,
-    ) -> Result<(Pairs, u64), TrainError> {
-        if self.replayed {
-            return token_pairs(self, pool, floor);
+/// The count of every pair and the words it occurs in, on the pool's threads over runs of
+/// words, in two passes: the first counts each pair and the words of the run holding it,
+/// the second writes every list at its exact size, each run into its own part of it (so
+/// that every list comes out sorted). Lists that grew by doubling, then were joined and
+/// shrunk, left the loop more peak RSS (16 MB on the large corpus) and slower. No count can
+/// grow past these later: each
+/// occurrence of a pair of tokens (x, y) sits on an occurrence of the byte pair (last of
+/// x, first of y), so when these fit in a u64 every later count does too.
+///
+/// Only pairs counted `floor(counts)` times or more are listed (`counts`: every pair's);
+/// the largest count of the others is returned beside them.
+pub(super) fn byte_pairs<T: Token>(
+    words: &Words<T>,
+    pool: &rayon::ThreadPool,
+    floor: impl FnOnce(&[u64]) -> u64,
+) -> Result<(Pairs, u64), TrainError> {
+    let word_runs: Vec<&[u32]> = runs(&words.refs, pool.current_num_threads()).collect();
+    let (slots, counts, sizes) = count_pairs(&words.arena, &word_runs, pool)?;
+    let floor = floor(&counts);
+    let kept = Kept::new(&slots, &counts, floor);
+    let left_out = counts
+        .iter()
+        .filter(|&&c| c < floor)
+        .max()
+        .copied()
+        .unwrap_or(0);
+    let lists = list_words(&words.arena, &word_runs, &kept, sizes, pool)?;
+    let mut all = Pairs::default();
+    all.reserve(kept.slots.len());
+    for (&g, list) in kept.slots.iter().zip(lists) {
+        if !list.is_empty() {
+            let words = WordList::from_vec(list);
+            all.insert(
+                slots.pair(g),
+                PairInfo {
+                    count: counts[g],
+                    words,
+                },
+            );
         }
-        let word_runs: Vec<&[u32]> = runs(&self.refs, pool.current_num_threads()).collect();
-        let (slots, counts, sizes) = count_pairs(&self.arena, &word_runs, pool)?;
-        let floor = floor(&counts);
-        let kept = Kept::new(&slots, &counts, floor);
-        let left_out = counts
-            .iter()
-            .filter(|&&c| c < floor)
-            .max()
-            .copied()
-            .unwrap_or(0);
-        let lists = list_words(&self.arena, &word_runs, &kept, sizes, pool)?;
-        let mut all = Pairs::default();
-        all.reserve(kept.slots.len());
-        for (&g, list) in kept.slots.iter().zip(lists) {
-            if !list.is_empty() {
-                let words = WordList::from_vec(list);
-                all.insert(
-                    slots.pair(g),
-                    PairInfo {
-                        count: counts[g],
-                        words,
-                    },
-                );
-            }
-        }
-        Ok((all, left_out))
     }
+    Ok((all, left_out))
 }
 
 /// The slots listed by the second pass, numbered from 0: byte pairs by a table, the others by a
