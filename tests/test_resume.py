@@ -11,7 +11,7 @@ import pytest
 
 import bytepair
 from bytepair.cli import main as cli_main
-from bytepair.resume import shrink
+from bytepair.train.sizes import shrink
 
 EOT = "<|endoftext|>"
 

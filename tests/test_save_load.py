@@ -543,7 +543,7 @@ def _tiny(pattern: str = "gpt2") -> bytepair.Tokenizer:
 @pytest.fixture
 def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forget the versions this process was already warned about."""
-    monkeypatch.setattr(bytepair.encoding, "_warned_unicode", set())
+    monkeypatch.setattr(bytepair.loading, "_warned_unicode", set())
 
 
 def test_model_records_the_unicode_version(tmp_path: Path, fresh_warnings) -> None:

@@ -21,9 +21,9 @@ import bytepair
 import reference as ref
 from bytepair import WordCounts, count_texts, train, train_from_counts, train_from_iterator
 from bytepair.cli import main as cli_main
-from bytepair.resume import shrink
-from bytepair.shaping import reserved_tokens
 from bytepair.train import train_from_counts_with_report
+from bytepair.train.shaping import reserved_tokens
+from bytepair.train.sizes import shrink
 
 SPECIAL = "<|endoftext|>"
 WORKED = {b"low": 5, b"lower": 2, b"widest": 3, b"newest": 6}

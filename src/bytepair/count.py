@@ -4,7 +4,7 @@ which kinds: the core reads text and JSON lines, plain or compressed, itself; Pa
 Arrow batches read by pyarrow), Arrow tables and datasets, or strings. A pure step: the same
 call on a byte range of a file gives that shard's table, and tables add up with
 `WordCounts.merge`, which is what a cluster run needs (`distributed/`). No merging of pairs
-happens here (`train.py`).
+happens here (`train/`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import _core
 from ._background import in_background
 from ._checks import check_callback, check_num_threads, check_special_tokens, check_text
+from ._core import WordCounts as WordCounts
+from ._core import count_file, count_rows
+from ._core import count_texts as core_count_texts
+from ._core import pretokenize as core_pretokenize
 from .patterns import resolve_pattern
 from .sources import (
     InputError,
@@ -31,8 +34,6 @@ from .sources import (
     row_group_starts,
     text_column,
 )
-
-WordCounts = _core.WordCounts
 
 #: Bytes per chunk handed to a worker; a chunk grows past it only until a safe cut is found.
 DEFAULT_CHUNK_SIZE = 4 << 20
@@ -65,7 +66,7 @@ def pretokenize(
     >>> pretokenize("it's 12 cats<|endoftext|>!", special_tokens=["<|endoftext|>"])
     ['it', "'s", ' 12', ' cats', '<|endoftext|>', '!']
     """
-    return _core.pretokenize(
+    return core_pretokenize(
         check_text(text),
         special_tokens=check_special_tokens(special_tokens),
         pattern=resolve_pattern(pattern),
@@ -182,7 +183,7 @@ def _count_file(
     """Text or JSON lines, plain or compressed: read, decompressed and parsed by the core."""
     if src.compression and span != (0, None) and span != (0, src.size):
         raise ValueError(f"{src.path}: a compressed file is counted whole, not bytes {span}")
-    n_bytes, n_replaced, n_chunks, max_chunk = _core.count_file(
+    n_bytes, n_replaced, n_chunks, max_chunk = count_file(
         total,
         os.fspath(src.path),
         start=span[0],
@@ -242,7 +243,7 @@ def _count_arrow(
         columns.append(text_column(array, where, row))
         row += len(array)
     try:
-        _core.count_rows(
+        count_rows(
             total,
             columns,
             first_row=first_row,
@@ -344,7 +345,7 @@ def count_texts(
         batch.clear()
 
     def count(texts: list[str]) -> None:
-        _core.count_texts(total, texts, special_tokens=specials, pattern=regex, num_threads=threads)
+        core_count_texts(total, texts, special_tokens=specials, pattern=regex, num_threads=threads)
 
     for i, text in enumerate(texts):
         if not isinstance(text, str):

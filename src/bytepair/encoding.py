@@ -1,7 +1,7 @@
 """The Tokenizer (docs/spec.md §2): encode and decode with a vocabulary, merges and special
-tokens; and `load`/`save`, which build a Tokenizer from the model data `formats/` reads and hand
-its model data to them to write. Python decides policy (`_specials.py`); the Rust `Encoder` does
-the work, with training's pretokenizer. It never trains and knows no file syntax.
+tokens, and save as model data that `formats/` writes (`loading.py` reads files into one).
+Python decides policy (`_specials.py`); the Rust `Encoder` does the work, with training's
+pretokenizer. It never trains and knows no file syntax.
 """
 
 from __future__ import annotations
@@ -9,12 +9,10 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from . import _core
 from ._checks import (
     check_ids,
     check_merges,
@@ -24,9 +22,10 @@ from ._checks import (
     check_text,
     check_vocab,
 )
+from ._core import UNICODE_VERSION, Encoder
 from ._roles import check_max_length, check_roles
 from ._specials import NO_SPECIALS, SLOW, AllowedSpecial, policy, quick_policy, refuse
-from .formats import ModelData, read, write
+from .formats import ModelData, write
 from .formats.gpt2 import read_pair
 from .patterns import resolve_pattern
 
@@ -36,13 +35,13 @@ if TYPE_CHECKING:  # numpy loads only when ids go out as arrays
 
     from .decoding import IncrementalDecoder
 
-__all__ = ["AllowedSpecial", "Tokenizer", "core_encoder", "load", "model_data", "save"]
+__all__ = ["AllowedSpecial", "Tokenizer", "core_encoder", "model_data"]
 
 #: encode_iterable hands the core this many characters at a time (at least).
 _STREAM_CHARS = 1 << 16
 
 
-class Tokenizer(_core.Encoder):
+class Tokenizer(Encoder):
     """A byte-level BPE tokenizer.
 
     `vocab` maps ids to bytes (it must hold all 256 single bytes), `merges` lists byte pairs in
@@ -92,7 +91,7 @@ class Tokenizer(_core.Encoder):
         self._model_max_length = check_max_length(model_max_length)
         self.pattern = resolve_pattern(pattern)
         #: The Unicode version of the classes it was trained with (`load` sets the file's).
-        self.unicode_version = _core.UNICODE_VERSION
+        self.unicode_version = UNICODE_VERSION
         self._build(
             list(self._vocab.items()), self._merges, list(self._special_ids.items()), self.pattern
         )
@@ -231,8 +230,10 @@ class Tokenizer(_core.Encoder):
     ) -> list[Path]:
         """Writes the tokenizer into `directory` (atomically) in every format: GPT-2
         `vocab.json` + `merges.txt`, HF `tokenizer.json`, `tokenizer.tiktoken` + its sidecar and
-        `bytepair.model`; `formats` picks some ("gpt2", "hf", "tiktoken", "bytepair")."""
-        return save(self, directory, formats=formats)
+        `bytepair.model`; `formats` picks some ("gpt2", "hf", "tiktoken", "bytepair"). Every
+        file is rendered before any is written, so a format that cannot hold the tokenizer
+        leaves the folder as it was. Returns the paths written."""
+        return write(model_data(self), directory, formats=formats)
 
     # --- encoding ----------------------------------------------------------------------------
     # `encode(text)` and `encode_ordinary(text)` are the core's (see the class docstring);
@@ -473,60 +474,6 @@ class Tokenizer(_core.Encoder):
     decode_single_token_bytes = id_to_token
 
 
-# --- files: model data in and out ---------------------------------------------------------------
-#: Unicode versions already warned about in this process (the warning is given once per version).
-_warned_unicode: set[str] = set()
-
-
-def load(
-    path: str | os.PathLike[str],
-    *,
-    pattern: str | None = None,
-    special_tokens: Iterable[str] | dict[str, int] | None = None,
-) -> Tokenizer:
-    """Reads a tokenizer from a folder or from any one file of a format, detected by name (a
-    `vocab.json` finds its `merges.txt`, a `.tiktoken` its sidecar). `pattern` and
-    `special_tokens` are only for formats without them (GPT-2 files, a bare `.tiktoken`).
-
-    >>> tok = load("tok/tokenizer.json")  # doctest: +SKIP
-    """
-    data, file = read(path, pattern=pattern, special_tokens=special_tokens)
-    try:
-        tok = Tokenizer(
-            data.vocab,
-            data.merges,
-            list(data.special_tokens),
-            pattern=data.pattern,
-            special_token_roles=data.roles,
-            model_max_length=data.model_max_length,
-        )
-    except (TypeError, ValueError) as e:  # the parts parse but do not make a tokenizer
-        raise ValueError(f"{file}: {e}") from None
-    if tok.special_tokens != data.special_tokens:
-        raise ValueError(f"{file}: the special tokens' ids do not match the vocabulary")
-    if data.unicode_version is not None:  # only bytepair.model records it
-        tok.unicode_version = data.unicode_version
-        _check_unicode(tok.unicode_version, file)
-    return tok
-
-
-def save(
-    tok: Tokenizer, directory: str | os.PathLike[str], *, formats: Iterable[str] | None = None
-) -> list[Path]:
-    """Writes the tokenizer into `directory` in every format (or those named: "bytepair",
-    "hf", "gpt2", "tiktoken"); every file is rendered before any is written, so a format that
-    cannot hold the tokenizer leaves the folder as it was. Returns the paths written.
-
-    >>> save(tok, "tok/", formats=["hf"])  # doctest: +SKIP
-    """
-    if not isinstance(tok, Tokenizer):
-        raise TypeError(
-            f"save() takes a Tokenizer to write, got {type(tok).__name__} ({tok!r:.60}); "
-            f"call save(tokenizer, folder)"
-        )
-    return write(model_data(tok), directory, formats=formats)
-
-
 def model_data(tok: Tokenizer) -> ModelData:
     """What the formats write of a tokenizer: vocabulary, merges, special tokens, pattern, the
     Unicode version of its training, and the roles and maximum length transformers reads."""
@@ -541,26 +488,10 @@ def model_data(tok: Tokenizer) -> ModelData:
     )
 
 
-def core_encoder(tok: Tokenizer) -> _core.Encoder:
+def core_encoder(tok: Tokenizer) -> Encoder:
     """The Rust encoder of `tok`, for stages that drive the core directly (corpus encoding
     hands it whole blocks of bytes): the tokenizer itself, a subclass of the core's."""
     return tok
-
-
-def _check_unicode(version: str, path: Path) -> None:
-    """Warns (once per version and process) when a model was trained with other Unicode classes
-    than this build's: text with characters classed differently now pretokenizes differently."""
-    if version == _core.UNICODE_VERSION or version in _warned_unicode:
-        return
-    _warned_unicode.add(version)
-    warnings.warn(
-        f"{path} was trained with the character classes of Unicode {version}; this bytepair uses "
-        f"Unicode {_core.UNICODE_VERSION} (tiktoken's). Text with characters whose class differs "
-        f"between the two (bytepair's docs/unicode.md) is pretokenized differently than in "
-        f"training; retrain to match. (Shown once per version.)",
-        UserWarning,
-        stacklevel=3,
-    )
 
 
 _NO_ARG = object()

@@ -1,7 +1,7 @@
 """A sample corpus that needs no download: the docstrings of the Python standard library's
 modules, read from their source with `ast` (nothing is imported or executed). Real English
 text, a few MB, the same on every install of one Python version. It only writes the file;
-training on it is `train.py`'s.
+training on it is `train/`'s.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import UNICODE_VERSION, __version__
+from .._core import UNICODE_VERSION, __version__
 from .options import (
     common_options,
     formats_option,
@@ -184,7 +184,7 @@ def _sizes(text: str) -> list[int]:
 
 def _train(args: argparse.Namespace) -> None:
     from ..formats import check_formats
-    from ..shaping import cut
+    from ..train.sizes import cut
 
     check_formats(args.formats)  # before training, not after
     check_role_options(args, args.special_tokens)
@@ -278,9 +278,9 @@ def _run_training(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
 
 
 def _encode(args: argparse.Namespace) -> None:
+    from ..corpus.blocks import DEFAULT_BLOCK_SIZE
     from ..corpus.encode import encode_files
-    from ..corpus.inputs import DEFAULT_BLOCK_SIZE
-    from ..encoding import load
+    from ..loading import load
 
     tok = load(args.model)
     options = {
@@ -341,7 +341,7 @@ def _encode_on_ray(args: argparse.Namespace, tok: Tokenizer, options: dict[str, 
 
 def _decode(args: argparse.Namespace) -> None:
     from ..corpus.tokens import load_tokens
-    from ..encoding import load
+    from ..loading import load
 
     if args.head < 0:
         raise ValueError(f"--head must be 0 or more, got {args.head}")

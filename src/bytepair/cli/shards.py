@@ -154,7 +154,7 @@ def _counted_options(args: argparse.Namespace, info: CountsInfo) -> list[str]:
 def _counted_base(path: Path, info: CountsInfo, specials: list[str]) -> Tokenizer:
     """The tokenizer to continue from, if the counts were made as its pattern and special
     tokens (and those added) would have counted."""
-    from ..encoding import load
+    from ..loading import load
 
     base = load(path)
     if base.pattern != info.pattern:

@@ -38,8 +38,8 @@ def add_special_tokens_parser(sub: argparse._SubParsersAction[argparse.ArgumentP
 
 
 def add_special_tokens_command(args: argparse.Namespace) -> None:
-    from ..encoding import load
     from ..formats import check_formats
+    from ..loading import load
 
     check_formats(args.formats)
     roles = role_values(args)

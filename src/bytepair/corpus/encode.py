@@ -1,7 +1,7 @@
 """Corpus encoding (`encode_files`): whole corpora into token files in bounded memory, surviving
 kill -9. A producer thread reads each input a block ahead (`inputs.py`) and encodes it up to its
-last safe cut on all threads (`BlockEncoder`); this thread finds the document ends, appends the
-ids (`tokens.py`) and journals where the inputs stand, so `resume=True` continues to a
+last safe cut on all threads (`blocks.py`); this thread finds the document ends, appends the ids
+(`tokens.py`) and journals where the inputs stand, so `resume=True` continues to a
 byte-identical file (every cut is safe and depends only on the input).
 """
 
@@ -20,27 +20,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _core
 from .._atomic import write_atomic
 from .._background import in_background
 from .._checks import check_num_threads
 from .._progress import Bar, show_progress
-from ..encoding import Tokenizer, core_encoder
+from ..encoding import Tokenizer
 from ..sources import Source, expand_inputs, os_error
-from .inputs import (
-    DEFAULT_BLOCK_SIZE,
-    ReadOptions,
-    ResumePoint,
-    Unit,
-    read_source,
-    small_files,
-    small_text_units,
-)
-from .streams import complete, decode, invalid_utf8
+from .blocks import DEFAULT_BLOCK_SIZE, BlockEncoder, ReadOptions
+from .inputs import ResumePoint, Unit, read_source, small_files, small_text_units
 from .tokens import TokenWriter, choose_dtype
 
 if TYPE_CHECKING:
-    from .inputs import Ids, Positions
+    pass
 
 EOT = "<|endoftext|>"
 _JOURNAL_VERSION = 1
@@ -297,51 +288,6 @@ class _Run:
             "eot_id": self.eot_id,
             "inputs": self.finished,
         }
-
-
-class BlockEncoder:
-    """How the readers (`inputs.py`) encode: a block of plain text up to its last safe cut
-    (special tokens matched), or records (each a document, special-token text as plain text)."""
-
-    def __init__(self, tok: Tokenizer, opts: ReadOptions, num_threads: int, small: bool):
-        self.tok, self.opts, self.num_threads, self.small = tok, opts, num_threads, small
-        self.dtype = np.uint16 if small else np.uint32
-        self.empty_ids, self.empty_ends = np.zeros(0, self.dtype), np.zeros(0, np.int64)
-
-    def block(
-        self, data: bytes, last: bool, where: str, offset: int
-    ) -> tuple[Ids, Positions, int, int, bytes]:
-        """(ids, offsets, bytes used, invalid sequences replaced, the data as encoded)."""
-        try:
-            return (*self._block(data, last), 0, data)
-        except UnicodeDecodeError as e:
-            if self.opts.errors == "strict":
-                raise invalid_utf8(where, offset + e.start) from None
-        k = len(data) if last else complete(data)
-        text, n_replaced = decode(data[:k], "replace", where, offset)
-        data = text.encode("utf-8") + data[k:]
-        return (*self._block(data, last), n_replaced, data)
-
-    def _block(self, data: bytes, last: bool) -> tuple[Ids, Positions, int]:
-        return _core.encode_block(
-            core_encoder(self.tok),
-            data,
-            last=last,
-            piece_bytes=self.opts.piece_bytes,
-            num_threads=self.num_threads,
-            small=self.small,
-        )
-
-    def texts(self, texts: list[str], *, plain: bool = False) -> tuple[Ids, Positions]:
-        """(ids, offsets) of records, or (`plain`) of whole small text files."""
-        if not texts:
-            return self.empty_ids, np.zeros(1, np.uint64)
-        return self.tok.encode_batch_to_numpy(
-            texts,
-            num_threads=self.num_threads,
-            dtype=self.dtype,
-            allowed_special="all" if plain else set(),
-        )
 
 
 def _units(

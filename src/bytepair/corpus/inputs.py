@@ -10,29 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from .._background import in_background
 from ..sources import InputError, Source, open_parquet, parquet_errors
+from .blocks import BlockEncoder, ReadOptions
 from .streams import Stream, decode
 
-if TYPE_CHECKING:  # numpy loads only when a token file is written or read
-    import numpy as np
-    import numpy.typing as npt
+if TYPE_CHECKING:
+    from .blocks import Ids, Positions
 
-    from .encode import BlockEncoder
-
-    #: Ids as the encoder gives them: uint16 or uint32.
-    Ids = npt.NDArray[np.unsignedinteger[Any]]
-    #: Positions in an array of ids.
-    Positions = npt.NDArray[np.integer[Any]]
-
-#: Input bytes read at a time; pieces are about a 64th of it (many pieces per block keep every
-#: thread busy to the end of the block even when another process takes a core for a while).
-#: Why 2 MB: each block is a call into the core, with its own start and end on one thread;
-#: `bytepair encode` of the large corpus on 2 threads ran at 180-181 MB/s with 1 MB blocks and
-#: 191-195 with 2 MB (4 MB was no faster than 2), for ~10 MB more peak RSS.
-DEFAULT_BLOCK_SIZE = 2 << 20
 #: A resume point holds the bytes after the last cut; past this size, no resume point is made.
 _MAX_CARRY = 1 << 20
 
@@ -64,33 +51,11 @@ class Unit:
     finished: list[dict[str, str | int]] = field(default_factory=list)
 
 
-@dataclass
-class ReadOptions:
-    """How inputs are read: fields, errors, block size."""
-
-    jsonl_field: str = "text"
-    column: str = "text"
-    errors: str = "replace"
-    block_size: int = DEFAULT_BLOCK_SIZE
-    piece_bytes: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        if self.errors not in ("replace", "strict"):
-            raise ValueError(f"errors must be 'replace' or 'strict', got {self.errors!r}")
-        if (
-            isinstance(self.block_size, bool)
-            or not isinstance(self.block_size, int)
-            or (self.block_size < 256)
-        ):
-            raise ValueError(f"block_size must be an integer >= 256, got {self.block_size!r}")
-        self.piece_bytes = max(self.block_size // 64, 256)
-
-
 def read_source(
     index: int, src: Source, opts: ReadOptions, encoder: BlockEncoder, state: ResumePoint | None
 ) -> Iterator[Unit]:
     """The encoded units of one input, from the resume point `state` (None: the start);
-    `encoder` has `block(data, last)` and `texts(texts)` (see `encode.BlockEncoder`)."""
+    `encoder` has `block(data, last)` and `texts(texts)` (see `blocks.BlockEncoder`)."""
     reader = {"text": _text_units, "jsonl": _jsonl_units, "parquet": _parquet_units}[src.kind]
     return reader(index, src, opts, encoder, state or {})
 

@@ -14,15 +14,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
-from .. import _core
 from .._checks import check_num_threads
+from .._core import sum_blobs, table_of_blobs
 from .._progress import show_progress
 from ..count import CountStats, WordCounts
 from ..encoding import Tokenizer
-from ..resume import plan
-from ..shaping import Shaping
 from ..sources import Inputs, expand_inputs
 from ..train import ContinueFrom, TrainReport, after_counting, merge_stage
+from ..train.plan import plan
+from ..train.shaping import Shaping
 from .ray_tasks import MAX_RETRIES, connected, run_tasks, shard_bar
 from .shards import CountOptions, Shard, count_shard, plan_shards
 
@@ -53,7 +53,7 @@ def _count_task(
 def _reduce_task(*blobs: bytes) -> bytes:
     """A reduce task: one partition's blobs from every shard, added up into one blob (a merge
     of their sorted word lists, in the core)."""
-    return _core.sum_blobs(list(blobs))
+    return sum_blobs(list(blobs))
 
 
 def count_on_ray(
@@ -98,7 +98,7 @@ def count_on_ray(
     reduced = [reduce.remote(*(m[1 + j] for m in maps)) for j in range(n_parts)]
     run_tasks(ray, reduced, [f"partition {j}/{n_parts}" for j in range(n_parts)], joined)
     # the partitions are disjoint: joining them only inserts, on all this machine's cores
-    return _core.table_of_blobs(reduced_blobs, num_threads=check_num_threads(None))
+    return table_of_blobs(reduced_blobs, num_threads=check_num_threads(None))
 
 
 def train_on_ray(

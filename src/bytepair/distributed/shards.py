@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
-from .. import _core
 from .._atomic import write_atomic
 from .._checks import check_special_tokens
+from .._core import counts_file_bytes, find_cuts, read_counts_file, read_counts_header
 from ..count import CountStats, WordCounts, count_ranges
 from ..patterns import resolve_pattern
 from ..sources import Inputs, Source, expand_inputs, expand_paths, open_parquet, row_group_starts
@@ -135,7 +135,7 @@ def _cuts(
         return [max((at for at in starts if at <= t), default=0) for t in targets]
     if src.kind == "jsonl":
         return [_next_line(src, t) for t in targets]
-    found = _core.find_cuts(os.fspath(src.path), targets, special_tokens=specials, pattern=regex)
+    found = find_cuts(os.fspath(src.path), targets, special_tokens=specials, pattern=regex)
     return [cut or 0 for cut in found]
 
 
@@ -231,7 +231,7 @@ def save_counts(
         "n_replaced": stats.n_replaced,
         "n_words": len(counts),
     }
-    data = _core.counts_file_bytes(counts, json.dumps(meta).encode("utf-8"), n_parts)
+    data = counts_file_bytes(counts, json.dumps(meta).encode("utf-8"), n_parts)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data)
 
@@ -262,12 +262,12 @@ def load_counts(
     info = _check_complete(files, metas)
     total = WordCounts()
     for f in files:
-        _core.read_counts_file(total, f)
+        read_counts_file(total, f)
     return total, info
 
 
 def _read_meta(path: str) -> dict[str, Any]:
-    raw, _ = _core.read_counts_header(path)
+    raw, _ = read_counts_header(path)
     try:
         meta: dict[str, Any] = json.loads(raw)  # a JSON object, or the error below
         if meta.get("format") != COUNTS_FORMAT or meta.get("version") != _META_VERSION:

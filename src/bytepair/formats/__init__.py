@@ -1,5 +1,5 @@
 """Tokenizer file formats: they read and write model data (`ModelData`), never a `Tokenizer`
-(`encoding.py` builds one). One module per format, with `NAME`, `FILES` (what a save writes),
+(`loading.py` builds one). One module per format, with `NAME`, `FILES` (what a save writes),
 `OPTIONS` (what `read` takes from the caller because the files lack it), `matches(path)`,
 `read(path, **options) -> ModelData` and `render(ModelData) -> {file name: text}`; here is the
 table of them that dispatches (a new format: a module and its entry in `FORMATS`), no syntax.

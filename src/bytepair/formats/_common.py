@@ -20,7 +20,8 @@ class ModelData:
     """A tokenizer as data: what a format file holds. `special_tokens` maps text → id in the
     order given; `roles` maps transformers' role (`eos_token`, ...) → special token;
     `unicode_version` and `roles` are None when the format does not record them, and
-    `model_max_length` when it is unknown. `encoding.py` turns it into a `Tokenizer` and back."""
+    `model_max_length` when it is unknown. `loading.py` turns it into a `Tokenizer`, and
+    `encoding.model_data` a `Tokenizer` into it."""
 
     vocab: dict[int, bytes]
     merges: list[tuple[bytes, bytes]]

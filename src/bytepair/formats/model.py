@@ -2,7 +2,7 @@
 the pattern, the special tokens with their ids, any vocabulary (sparse ids, tokens no merge
 makes, equal byte strings), the Unicode version of training and transformers' special-token
 roles and maximum length. Line-based, so an error names its line. Whether that Unicode version
-matches this build is the loader's concern (`encoding.py`).
+matches this build is the loader's concern (`loading.py`).
 """
 
 from __future__ import annotations

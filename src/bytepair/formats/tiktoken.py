@@ -13,8 +13,8 @@ import json
 import warnings
 from pathlib import Path
 
+from .._spans import spans_words
 from ..patterns import PRESETS
-from ..superword import spans_words
 from ._common import ModelData, check_id, read_json, read_text, utf8
 
 NAME = "tiktoken"

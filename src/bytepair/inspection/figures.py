@@ -19,13 +19,13 @@ import numpy.typing as npt
 
 from .._checks import check_num_threads
 from .._progress import Bar, show_progress
-from ..corpus.encode import BlockEncoder
-from ..corpus.inputs import DEFAULT_BLOCK_SIZE, ReadOptions, read_source
+from ..corpus.blocks import DEFAULT_BLOCK_SIZE, BlockEncoder, ReadOptions
+from ..corpus.inputs import read_source
 from ..encoding import Tokenizer
 from ..sources import Source, expand_inputs
 
 if TYPE_CHECKING:
-    from ..corpus.inputs import Ids, Positions
+    from ..corpus.blocks import Ids, Positions
 
 #: Bytes of the first input whose tokens the HTML report shows one by one.
 DEFAULT_EXCERPT_BYTES = 50_000

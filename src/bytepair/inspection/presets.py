@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..encoding import Tokenizer, load
+from ..encoding import Tokenizer
 from ..formats.tiktoken import from_ranks
+from ..loading import load
 
 #: Preset name (as for `pattern=`) → tiktoken's encoding name.
 ENCODINGS = {"gpt2": "gpt2", "cl100k": "cl100k_base", "o200k": "o200k_base"}

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._spans import spans_words
 from ..decoding import visible
-from ..superword import spans_words
 from .figures import Inspection
 
 #: Token lengths from 1 to this are counted one by one, longer ones together.

@@ -1,8 +1,7 @@
-"""Training: checks the configuration, runs the stages (count in Rust, merge in Rust), reports
-progress and a summary, and returns a `Tokenizer`. The semantics are those of docs/spec.md §1
-(CS336's): ties go to the lexicographically greater pair; ids are bytes, then merges, then
-special tokens. Counting is `count.py`'s, where a run starts and how ids are laid out
-`resume.py`'s; counting on a cluster reuses `after_counting` and `merge_stage` (`distributed/`).
+"""The training functions (files, iterables, datasets, counts): each checks its options into a
+`Plan` (`plan.py`), counts (`count.py`, Rust) and runs the merge stages (`stages.py`, Rust), with
+progress, and returns a `Tokenizer`. The semantics are those of docs/spec.md §1 (CS336's): ties go
+to the lexicographically greater pair; ids are bytes, then merges, then special tokens.
 """
 
 from __future__ import annotations
@@ -11,14 +10,10 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from . import _core
-from ._checks import check_num_threads
-from ._progress import Bar, show_progress
-from .count import (
+from .._progress import Bar, show_progress
+from ..count import (
     DEFAULT_CHUNK_SIZE,
     CountStats,
     WordCounts,
@@ -26,17 +21,15 @@ from .count import (
     count_ranges,
     count_texts,
 )
-from .encoding import Tokenizer
-from .resume import MAX_VOCAB_SIZE, Plan, layout, plan
-from .shaping import Shaping, stop_reason
-from .sources import Inputs, expand_inputs
-from .superword import MAX_WORDS, merge_two_stages, with_superword
+from ..encoding import Tokenizer
+from ..sources import Inputs, expand_inputs
+from .plan import Plan, plan, with_superword
+from .shaping import Shaping
+from .stages import TrainReport, after_counting, merge_stage, merge_two_stages
+from .superword import MAX_WORDS
 
 __all__ = [
-    "MAX_VOCAB_SIZE",
-    "TrainReport",
-    "after_counting",
-    "merge_stage",
+    "ContinueFrom",
     "train",
     "train_bpe",
     "train_from_counts",
@@ -48,121 +41,6 @@ __all__ = [
 
 #: What `continue_from` takes: a tokenizer, or a path `bytepair.load` reads.
 ContinueFrom = Tokenizer | str | os.PathLike[str] | None
-
-
-@dataclass
-class TrainReport:
-    """What a training run did, for the closing summary."""
-
-    n_bytes: int = 0
-    n_replaced: int = 0
-    max_chunk: int = 0
-    chunk_size: int = DEFAULT_CHUNK_SIZE
-    n_words: int = 0
-    n_merges: int = 0
-    n_merges_requested: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
-    #: Why the merge loop ended (the core's name: "full", "no pair", "min frequency", ...).
-    stop: str = "full"
-    shaping: Shaping = field(default_factory=Shaping)
-    #: The reserved special tokens that padding added, and the vocabulary's size then.
-    n_reserved: int = 0
-    n_vocab: int = 0
-    #: Superword training: the merges made before the second stage, and its distinct words.
-    superword_from: int | None = None
-    n_superwords: int = 0
-
-    def summary(self) -> str:
-        """A few human-readable lines."""
-        stages = ", ".join(f"{name} {s:.2f} s" for name, s in self.seconds.items())
-        lines = [
-            f"input: {self.n_bytes:,} bytes; unique words: {self.n_words:,}",
-            f"merges: {self.n_merges:,} of {self.n_merges_requested:,}; time: {stages}",
-        ]
-        if self.superword_from is not None:
-            lines.insert(
-                1,
-                f"superwords from merge {self.superword_from:,}; unique superwords: "
-                f"{self.n_superwords:,}",
-            )
-        if self.stop in ("min frequency", "max token length"):
-            option = "--" + self.stop.replace(" ", "-")
-            reason = stop_reason(self.stop, self.shaping)
-            lines.append(f"stopped at {self.n_merges:,} merges: {reason} ({option})")
-        if self.n_reserved:
-            lines.append(
-                f"padded to {self.n_vocab:,} tokens with {self.n_reserved:,} reserved special "
-                f"tokens (a multiple of {self.shaping.pad_vocab_to_multiple:,})"
-            )
-        if self.n_replaced:
-            lines.append(f"replaced {self.n_replaced:,} invalid UTF-8 sequences with U+FFFD")
-        if self.uncut_note():
-            lines.append(self.uncut_note())
-        return "\n".join(lines)
-
-    def uncut_note(self) -> str:
-        """A warning when a stretch of the input had no safe cut and was held in memory whole."""
-        if self.max_chunk <= max(4 * self.chunk_size, 16 << 20):
-            return ""
-        return (
-            f"note: {self.max_chunk / 2**20:,.1f} MiB of text had no safe cut point and was "
-            f"read into memory whole (a pretoken that long, or a custom pattern and no special "
-            f"token in that stretch)"
-        )
-
-
-def after_counting(report: TrainReport, stats: CountStats, files: list[Path]) -> None:
-    """The report takes counting's figures; input files that held no text are refused."""
-    report.n_bytes, report.n_replaced = stats.n_bytes, stats.n_replaced
-    report.max_chunk = stats.max_chunk
-    if stats.n_bytes == 0:
-        names = ", ".join(str(p) for p in files)
-        raise ValueError(f"the input is empty ({names}): there is no text to train on")
-
-
-def merge_stage(
-    counts: WordCounts,
-    run: Plan,
-    report: TrainReport,
-    show: bool,
-    consume: bool,
-    num_threads: int | None,
-) -> Tokenizer:
-    """The merge loop on `counts` (emptied when `consume`), as planned by `run`; fills `report`
-    and warns when it ends early (no pair left, or none the shaping options allow)."""
-    num_threads = check_num_threads(num_threads)
-    report.n_words = len(counts)
-    report.n_merges_requested = run.num_merges
-    bar = Bar(show, run.num_merges, "merges", "merge", scale=False)
-    start = time.perf_counter()
-    try:
-        pairs, token_bytes, report.stop = _core.train_bpe(
-            counts,
-            run.num_merges,
-            num_threads=num_threads,
-            consume=consume,
-            progress=bar.to,
-            start=run.start,
-            min_frequency=run.shaping.min_frequency,
-            max_token_length=run.shaping.max_token_length,
-            superword=run.superword.core() if run.superword else None,
-        )
-    finally:
-        bar.close()
-    report.seconds["merges"] = time.perf_counter() - start
-    report.n_merges = len(pairs)
-    report.shaping = run.shaping
-    if len(pairs) < run.num_merges:
-        warnings.warn(
-            f"stopped after {len(pairs)} of {run.num_merges} merges: "
-            f"{stop_reason(report.stop, run.shaping)}; the vocabulary has "
-            f"{len(token_bytes) + len(run.special_tokens)} tokens",
-            stacklevel=3,
-        )
-    tok = layout(run, pairs, token_bytes)
-    report.n_vocab = len(tok.vocab)
-    report.n_reserved = len(tok.special_tokens) - len(run.special_tokens)
-    return tok
 
 
 def train_with_report(

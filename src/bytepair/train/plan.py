@@ -1,19 +1,19 @@
 """Where a training run starts and how its result is laid out: fresh (ids are bytes, merges, special
 tokens: docs/spec.md §1.6) or continued from an existing tokenizer, whose ids and merges all stay
-(new merges and new special tokens take the next free ids); and `shrink`, the tokenizer of a smaller
-size cut from a run's result. Merges are a prefix sequence (each choice depends only on the ones
-before), so both equal separate fresh runs; the merge loop itself is Rust's.
+(new merges and new special tokens take the next free ids). A run's `Plan` holds its options,
+checked before any stage runs (shaping, superword training); the merge loop itself is Rust's.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ._checks import MAX_TOKEN_ID, check_special_tokens
-from .encoding import Tokenizer, load
-from .patterns import resolve_pattern
+from .._checks import MAX_TOKEN_ID, check_special_tokens
+from ..encoding import Tokenizer
+from ..loading import load
+from ..patterns import resolve_pattern
 from .shaping import Shaping, reserved_tokens
 from .superword import Superword
 
@@ -47,7 +47,7 @@ def plan(
 ) -> Plan:
     """Checks the options of a run (and of the tokenizer it continues)."""
     specials = check_special_tokens(special_tokens)
-    _check_size(vocab_size)
+    check_vocab_size(vocab_size)
     shaping = shaping or Shaping()
     shaping.check_size(vocab_size, MAX_VOCAB_SIZE)
     if continue_from is None:
@@ -72,7 +72,8 @@ def plan(
     return Plan([*base.special_tokens, *added], base.pattern, num_merges, base, start, shaping)
 
 
-def _check_size(vocab_size: int) -> None:
+def check_vocab_size(vocab_size: int) -> None:
+    """Refuses a size that is not an integer, or that passes the largest ids."""
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise TypeError(f"vocab_size must be an integer, got {vocab_size!r}")
     if vocab_size > MAX_VOCAB_SIZE:
@@ -80,6 +81,23 @@ def _check_size(vocab_size: int) -> None:
             f"vocab_size {vocab_size} is too large: token ids are below 2**31, so the maximum "
             f"is {MAX_VOCAB_SIZE:,}"
         )
+
+
+def with_superword(
+    run: Plan,
+    start: int | None,
+    pattern: str | None,
+    max_words: int | None,
+    colon_space: bool,
+) -> Plan:
+    """`run` with superword training's options, checked (unchanged when `start` is None)."""
+    superword = Superword.of(start, run.pattern, pattern, max_words, colon_space)
+    if superword is not None and run.base is not None:
+        raise ValueError(
+            "superword training cannot continue from a tokenizer: its first stage is a run of "
+            "its own; train afresh with superword_from (CLI: --superword-from)"
+        )
+    return replace(run, superword=superword)
 
 
 def _num_merges(vocab_size: int, special_tokens: list[str]) -> int:
@@ -127,49 +145,3 @@ def layout(run: Plan, pairs: list[tuple[int, int]], token_bytes: list[bytes]) ->
     vocab |= {next_id + k: t.encode("utf-8") for k, t in enumerate(reserved)}
     specials = [*run.special_tokens, *reserved]
     return Tokenizer(vocab, merges, specials, pattern=run.pattern)
-
-
-def _merge_ids(tok: Tokenizer) -> list[int]:
-    """The id each merge makes, in merge order (where tokens share bytes, the first free one)."""
-    ids_of: dict[bytes, list[int]] = {}
-    for i, b in sorted(tok.vocab.items(), reverse=True):
-        ids_of.setdefault(b, []).append(i)
-    special_ids = set(tok.special_tokens.values())
-    out = []
-    for a, b in tok.merges:
-        ids = [i for i in ids_of.get(a + b, []) if i not in special_ids]
-        if not ids:
-            raise ValueError(f"merge {(a, b)!r} makes no token of the vocabulary")
-        out.append(ids.pop())
-        ids_of[a + b] = ids
-    return out
-
-
-def shrink(tok: Tokenizer, vocab_size: int) -> Tokenizer:
-    """The tokenizer of `vocab_size` cut from a trained one: its first merges, every other token
-    (bytes, special tokens) kept, those after the cut renumbered to follow the last merge kept.
-    Equal to a fresh run at that size, since merges are a prefix sequence.
-
-    >>> tok = Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc"},
-    ...                 [(b"a", b"b"), (b"ab", b"c")], ["<s>"])
-    >>> shrink(tok, 258).vocab[257], shrink(tok, 258).special_tokens
-    (b'<s>', {'<s>': 257})
-    """
-    _check_size(vocab_size)
-    n_other = len(tok.vocab) - len(tok.merges)
-    k = vocab_size - n_other
-    if not 0 <= k <= len(tok.merges):
-        raise ValueError(
-            f"cannot cut a tokenizer of {vocab_size} tokens from one of {len(tok.vocab)} with "
-            f"{n_other} tokens that are not merges: choose a size in {n_other}..{len(tok.vocab)}"
-        )
-    made = _merge_ids(tok)
-    cut = made[k] if k < len(made) else MAX_TOKEN_ID + 1
-    dropped = set(made[k:])
-    vocab = {i: b for i, b in tok.vocab.items() if i < cut and i not in dropped}
-    next_id = max(vocab) + 1
-    for i, b in sorted(tok.vocab.items()):
-        if i >= cut and i not in dropped:
-            vocab[next_id] = b
-            next_id += 1
-    return Tokenizer(vocab, tok.merges[:k], list(tok.special_tokens), pattern=tok.pattern)

@@ -2,16 +2,12 @@
 `max_token_length`: the Rust merge loop applies them) and reserved special tokens that pad the
 vocabulary to a multiple (`pad_vocab_to_multiple`, as nanoGPT's 50,304 from GPT-2's 50,257: a
 multiple of 64 suits GPU kernels). The options are checked here before any stage runs, so a bad
-value costs no counting; `resume.layout` adds the reserved tokens.
+value costs no counting; `plan.layout` adds the reserved tokens.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .encoding import Tokenizer
 
 #: The core takes these as u64 and usize.
 _MAX = {"min_frequency": 2**64 - 1, "max_token_length": 2**63 - 1, "pad_vocab_to_multiple": 2**31}
@@ -87,42 +83,6 @@ def reserved_tokens(n_vocab: int, special_tokens: list[str], multiple: int | Non
             out.append(name)
         i += 1
     return out
-
-
-def padded(tok: Tokenizer, multiple: int | None) -> Tokenizer:
-    """`tok` with reserved special tokens after its last id, to a multiple of `multiple` (its
-    roles and other ids kept)."""
-    names = reserved_tokens(len(tok.vocab), list(tok.special_tokens), multiple)
-    return tok.with_special_tokens(names) if names else tok
-
-
-def unpadded(tok: Tokenizer, n_reserved: int) -> Tokenizer:
-    """`tok` without the `n_reserved` reserved tokens that padding added (its last ids)."""
-    from .encoding import Tokenizer
-
-    if not n_reserved:
-        return tok
-    dropped = set(sorted(tok.vocab)[-n_reserved:])
-    vocab = {i: b for i, b in tok.vocab.items() if i not in dropped}
-    specials = [t for t, i in tok.special_tokens.items() if i not in dropped]
-    roles = {r: t for r, t in tok.special_token_roles.items() if t in specials}
-    return Tokenizer(
-        vocab,
-        tok.merges,
-        specials,
-        pattern=tok.pattern,
-        special_token_roles=roles,
-        model_max_length=tok.model_max_length,
-    )
-
-
-def cut(tok: Tokenizer, size: int, n_reserved: int, multiple: int | None) -> Tokenizer:
-    """The tokenizer a separate run at `size` would give (`--save-at`): `tok` without its
-    padding, cut to `size` (`resume.shrink`), padded again."""
-    from .resume import shrink
-
-    base = unpadded(tok, n_reserved)
-    return padded(shrink(base, min(size, len(base.vocab))), multiple)
 
 
 def stop_reason(stop: str, shaping: Shaping) -> str:

@@ -4,23 +4,15 @@ longer splits at whitespace (a pretoken is a line, or the stretch of a line betw
 first merges are applied to those long words, and merging goes on there, so tokens may span
 words (" of the", ", and"). Stage two refuses a token of more than `max_words` words, one
 holding ": " (the recipe's rules) and one whose bytes are already a token. The tokenizer splits
-text with the second pattern. Both stages are the Rust merge loop's; this module checks the
-options and runs them in turn.
+text with the second pattern. This module holds the options and checks them; both stages are the
+Rust merge loop's, run in turn by `stages.merge_two_stages`.
 """
 
 from __future__ import annotations
 
-import re
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from . import _core
-from ._checks import check_num_threads
-from ._progress import Bar
-from .count import CountStats
-from .patterns import (
+from ..patterns import (
     CL100K_PATTERN,
     GPT2_PATTERN,
     GPT2_SUPERWORD_PATTERN,
@@ -28,12 +20,6 @@ from .patterns import (
     O200K_PATTERN,
     resolve_pattern,
 )
-
-if TYPE_CHECKING:
-    from .count import WordCounts
-    from .encoding import Tokenizer
-    from .resume import Plan
-    from .train import TrainReport
 
 #: The second stage's pattern after each preset of the first: numbers split as the first splits
 #: them, so the first stage's merges on numbers apply unchanged.
@@ -45,22 +31,6 @@ SECOND_PATTERN = {
 
 #: The recipe's limit on the words of a token (its authors' `mw4`).
 MAX_WORDS = 4
-
-#: A character other than whitespace, then a space: inside a token, the mark of one that spans
-#: words, which only the second stage makes (first-stage pretokens keep a space only at their
-#: start or inside whitespace, as GPT-2's " \xa0 \xa0"). The core's encoder tells superword
-#: tokenizers by the same test (`encode/parts.rs`).
-_WORD_THEN_SPACE = re.compile(r"[^\s] ")
-
-
-def spans_words(token: bytes) -> bool:
-    r"""Whether `token` spans words (holds a space after a character other than whitespace; a
-    partial character counts as other).
-
-    >>> spans_words(b" of the"), spans_words(b" the"), spans_words(b" \xc2\xa0 \xc2\xa0")
-    (True, False, False)
-    """
-    return _WORD_THEN_SPACE.search(token.decode("utf-8", errors="replace")) is not None
 
 
 @dataclass(frozen=True)
@@ -109,77 +79,8 @@ class Superword:
         return (self.max_words, self.colon_space)
 
 
-def with_superword(
-    run: Plan,
-    start: int | None,
-    pattern: str | None,
-    max_words: int | None,
-    colon_space: bool,
-) -> Plan:
-    """`run` with superword training's options, checked (unchanged when `start` is None)."""
-    superword = Superword.of(start, run.pattern, pattern, max_words, colon_space)
-    if superword is not None and run.base is not None:
-        raise ValueError(
-            "superword training cannot continue from a tokenizer: its first stage is a run of "
-            "its own; train afresh with superword_from (CLI: --superword-from)"
-        )
-    return replace(run, superword=superword)
-
-
 def _count(name: str, value: object, least: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if not least <= value < 2**31:
         raise ValueError(f"{name} must be from {least} to 2**31 - 1, got {value}")
-
-
-def merge_two_stages(
-    counts: WordCounts,
-    count: Callable[[str, Callable[[int], object], CountStats], WordCounts],
-    run: Plan,
-    report: TrainReport,
-    show: bool,
-    num_threads: int | None,
-) -> Tokenizer:
-    """The merge stage of a run with `run.superword`: the first `start` merges on `counts`
-    (the first pattern's words, emptied), then `count(pattern, progress, stats)` again with the
-    second pattern, and the merge loop from those merges on to `run.num_merges` with the second
-    stage's rules. The first stage ends early only when no pair is left (or the shaping options
-    end it); the second then starts from the merges made."""
-    from .train import merge_stage
-
-    superword = run.superword
-    assert superword is not None
-    if superword.start >= run.num_merges:
-        # No second stage: the merges and the pattern are the first stage's.
-        return merge_stage(counts, replace(run, superword=None), report, show, True, num_threads)
-    report.n_words = len(counts)
-    bar = Bar(show, superword.start, "merges (words)", "merge", scale=False)
-    began = time.perf_counter()
-    try:
-        start, _, _ = _core.train_bpe(
-            counts,
-            superword.start,
-            num_threads=check_num_threads(num_threads),
-            consume=True,
-            progress=bar.to,
-            min_frequency=run.shaping.min_frequency,
-            max_token_length=run.shaping.max_token_length,
-        )
-    finally:
-        bar.close()
-    report.seconds["merges (words)"] = time.perf_counter() - began
-    report.superword_from = len(start)
-    n_words = report.n_words
-    bar = Bar(show, 0, "reading (superwords)", divisor=1024)
-    began = time.perf_counter()
-    try:
-        again = count(superword.pattern, bar.to, CountStats())
-    finally:
-        bar.close()
-    report.seconds["count (superwords)"] = time.perf_counter() - began
-    second = replace(run, pattern=superword.pattern, start=start)
-    tok = merge_stage(again, second, report, show, True, num_threads)
-    report.seconds["merges (superwords)"] = report.seconds.pop("merges")
-    report.n_superwords, report.n_words = report.n_words, n_words
-    return tok

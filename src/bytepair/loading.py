@@ -1,0 +1,84 @@
+"""Tokenizers from files: `load` builds a `Tokenizer` from the model data that `formats/` reads
+(a folder, or any one file of a format), and `save` hands a tokenizer's to them to write.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+from ._core import UNICODE_VERSION
+from .encoding import Tokenizer
+from .formats import read
+
+__all__ = ["load", "save"]
+
+#: Unicode versions already warned about in this process (the warning is given once per version).
+_warned_unicode: set[str] = set()
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    pattern: str | None = None,
+    special_tokens: Iterable[str] | dict[str, int] | None = None,
+) -> Tokenizer:
+    """Reads a tokenizer from a folder or from any one file of a format, detected by name (a
+    `vocab.json` finds its `merges.txt`, a `.tiktoken` its sidecar). `pattern` and
+    `special_tokens` are only for formats without them (GPT-2 files, a bare `.tiktoken`).
+
+    >>> tok = load("tok/tokenizer.json")  # doctest: +SKIP
+    """
+    data, file = read(path, pattern=pattern, special_tokens=special_tokens)
+    try:
+        tok = Tokenizer(
+            data.vocab,
+            data.merges,
+            list(data.special_tokens),
+            pattern=data.pattern,
+            special_token_roles=data.roles,
+            model_max_length=data.model_max_length,
+        )
+    except (TypeError, ValueError) as e:  # the parts parse but do not make a tokenizer
+        raise ValueError(f"{file}: {e}") from None
+    if tok.special_tokens != data.special_tokens:
+        raise ValueError(f"{file}: the special tokens' ids do not match the vocabulary")
+    if data.unicode_version is not None:  # only bytepair.model records it
+        tok.unicode_version = data.unicode_version
+        _check_unicode(tok.unicode_version, file)
+    return tok
+
+
+def save(
+    tok: Tokenizer, directory: str | os.PathLike[str], *, formats: Iterable[str] | None = None
+) -> list[Path]:
+    """Writes the tokenizer into `directory` in every format (or those named: "bytepair",
+    "hf", "gpt2", "tiktoken"); every file is rendered before any is written, so a format that
+    cannot hold the tokenizer leaves the folder as it was. Returns the paths written.
+
+    >>> save(tok, "tok/", formats=["hf"])  # doctest: +SKIP
+    """
+    if not isinstance(tok, Tokenizer):
+        raise TypeError(
+            f"save() takes a Tokenizer to write, got {type(tok).__name__} ({tok!r:.60}); "
+            f"call save(tokenizer, folder)"
+        )
+    return tok.save(directory, formats=formats)
+
+
+def _check_unicode(version: str, path: Path) -> None:
+    """Warns (once per version and process) when a model was trained with other Unicode classes
+    than this build's: text with characters classed differently now pretokenizes differently."""
+    if version == UNICODE_VERSION or version in _warned_unicode:
+        return
+    _warned_unicode.add(version)
+    warnings.warn(
+        f"{path} was trained with the character classes of Unicode {version}; this bytepair uses "
+        f"Unicode {UNICODE_VERSION} (tiktoken's). Text with characters whose class differs "
+        f"between the two (bytepair's docs/unicode.md) is pretokenized differently than in "
+        f"training; retrain to match. (Shown once per version.)",
+        UserWarning,
+        stacklevel=3,
+    )
