@@ -397,8 +397,8 @@ def print_table(headers: list[str], rows: list[list], title: str | None = None) 
 
 #: The scripts that write the corpora a bare name can refer to.
 CORPUS_BUILDERS = {
-    "large": "../shared/bench/make_corpus.sh (text from Debian packages)",
-    "small": "../shared/bench/make_corpus.sh (text from Debian packages)",
+    "large": "sudo python3 benchmarks/make_corpus.py DIR (text from Debian packages)",
+    "small": "sudo python3 benchmarks/make_corpus.py DIR (text from Debian packages)",
     "code": "python benchmarks/code_corpus.py",
     "multilingual": "python benchmarks/multilingual_corpus.py",
 }
@@ -470,9 +470,9 @@ def gigatoken_tokenizer(enc):
 
 def load_bytepair_named(encoding: str):
     """bytepair's tokenizer of a tiktoken encoding, as a user gets it: the named preset."""
-    from bytepair.inspection.presets import load_named
+    from bytepair import load
 
-    return load_named(PRESETS[encoding])
+    return load(PRESETS[encoding])
 
 
 def available_tools(wanted) -> list[str]:

@@ -241,7 +241,8 @@ def main(argv=None) -> int:
     if not Path(args.large).is_file():
         raise SystemExit(
             f"no large corpus at {args.large}: it is built from Debian packages by "
-            "../shared/bench/make_corpus.sh (see docs/performance.md), or give --large PATH"
+            "sudo python3 benchmarks/make_corpus.py DIR (see docs/performance.md), or give "
+            "--large PATH"
         )
     share = args.mb * MB / len(LANGS)
     picked: dict[str, list[str]] = {lang: [] for lang in LANGS}
