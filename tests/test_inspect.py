@@ -18,10 +18,9 @@ import pytest
 
 import bytepair
 import reference as ref
-from bytepair import Tokenizer
+from bytepair import Tokenizer, load
 from bytepair.cli import main as cli_main
 from bytepair.inspection.figures import inspect, merge_usage, unreachable_tokens
-from bytepair.inspection.presets import load_named
 from bytepair.inspection.report import render, write_report
 from bytepair.inspection.summary import tables
 
@@ -128,17 +127,19 @@ def test_compression_hand_computed(tmp_path) -> None:
 
 
 def test_block_boundaries_change_nothing(trained, tmp_path) -> None:
-    """Small blocks cut the sample in many places (and words in two): the same figures."""
+    """Small blocks cut the sample in many places (and words in two): the same figures, which
+    count text (special tokens and their text left out: a special token ends a word)."""
     path = _write(tmp_path / "s.txt", SAMPLE)
     small = inspect(trained, path, progress=False, block_size=256)
     whole = inspect(trained, path, progress=False)
     ids = trained.encode(SAMPLE)
+    special = trained.special_tokens["<|endoftext|>"]
     for ins in (small, whole):
         (row,) = ins.compression["tokenizer"]
         assert (row.n_bytes, row.n_words, row.n_tokens) == (
-            len(SAMPLE.encode()),
-            len(SAMPLE.encode().split()),
-            len(ids),
+            len(SAMPLE.replace("<|endoftext|>", "").encode()),
+            len(SAMPLE.replace("<|endoftext|>", " ").split()),
+            len([i for i in ids if i != special]),
         )
         assert ins.counts.tolist() == np.bincount(ids, minlength=trained.n_vocab).tolist()
 
@@ -161,10 +162,10 @@ def test_progress_bar_only_when_asked(trained, tmp_path, capsys) -> None:
 
 
 def test_preset_gpt2_is_tiktokens(tiktoken_gpt2) -> None:
-    gpt2 = load_named("gpt2")
+    gpt2 = load("gpt2")
     assert gpt2.encode(SAMPLE) == tiktoken_gpt2.encode(SAMPLE, allowed_special="all")
     with pytest.raises(FileNotFoundError, match="gpt3"):
-        load_named("gpt3")
+        load("gpt3")
 
 
 # --- the HTML report -----------------------------------------------------------------------------
@@ -206,8 +207,38 @@ def test_report_is_self_contained_with_a_span_per_id(trained, tmp_path) -> None:
     # tokens that hold part of a character are shown as escapes
     ins = inspect(_tok(), path, progress=False)
     page = render(ins, tables(ins))
-    span = r"<span data-id='228' class='c\d' title='id 228 · 1 bytes · e4'><b>\\xe4</b></span>"
+    span = r"<span data-id='228' class='c\d' title='id 228 · 1 byte · e4'><b>\\xe4</b></span>"
     assert re.search(span, page)
+
+
+def test_report_reads_right_before_any_hover(trained, tmp_path) -> None:
+    """The hover panel starts as a grey hint, not an empty yellow box; the page names fonts that
+    cover CJK and Thai, whose characters were drawn as boxes."""
+    from bytepair.inspection.report import _INFO_HINT
+
+    ins = inspect(trained, _write(tmp_path / "s.txt", SAMPLE), progress=False)
+    page = render(ins, tables(ins))
+    assert f"<div id='info'>{_INFO_HINT}</div>" in page
+    assert "#info.on {" in page and "#fffbe6" in page.split("#info.on {")[1].split("}")[0]
+    for font in ("Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", "Noto Sans Thai"):
+        assert font in page
+
+
+def test_compression_legend_sits_outside_the_bars(trained, tmp_path) -> None:
+    """The legend is drawn below the plots: inside, it covered the last tokenizer's bars."""
+    from bytepair.inspection.report import _compression_figure
+
+    path = _write(tmp_path / "s.txt", SAMPLE)
+    ins = inspect(trained, path, compare={"bytes": _tok(), "again": trained}, progress=False)
+    fig = _compression_figure(ins)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent(renderer))
+    assert [t.get_text() for t in legend.get_texts()] == list(ins.compression)
 
 
 # --- the command line ----------------------------------------------------------------------------
@@ -358,6 +389,8 @@ def test_report_in_headless_chromium(model_dir, trained, tmp_path) -> None:
 
     palette = {tuple(bytes.fromhex(c[1:])) for c in PALETTE}
     assert palette <= colours  # the token backgrounds are on screen
+    panel = (0xFF, 0xFB, 0xE6)  # the hover panel's yellow: none before any hover
+    assert not (image.reshape(-1, 3) == panel).all(axis=1).any()
 
 
 def test_invalid_utf8_is_replaced_and_counted(tmp_path) -> None:

@@ -124,7 +124,9 @@ def test_an_import_circle_breaks_the_contracts(tmp_path: Path) -> None:
     common = root / "src" / "bytepair" / "formats" / "_common.py"
     common.write_text(
         common.read_text(encoding="utf-8")
-        + "\n\ndef _circle() -> object:\n    from ..encoding import Tokenizer\n\n    return Tokenizer\n",
+        + "\n\ndef _circle() -> object:\n"
+        + "    from ..encoding import Tokenizer\n\n"
+        + "    return Tokenizer\n",
         encoding="utf-8",
     )
     result = _lint_imports(root)

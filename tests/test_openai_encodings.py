@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from test_unicode import assert_batch_equals_tiktoken, pools, random_strings
 
 import bytepair
-from bytepair.inspection.presets import load_named
+from bytepair import load
 from bytepair.sample import write_sample_corpus
 
 #: tiktoken's name → bytepair's preset name.
@@ -38,7 +38,7 @@ texts = st.lists(
 
 @functools.cache
 def _bytepair(name: str) -> bytepair.Tokenizer:
-    return load_named(PRESET[name])
+    return load(PRESET[name])
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import bytepair
-from bytepair.inspection.presets import load_named
 
 
 def pack(data: bytes) -> bytes:
@@ -26,10 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("tokenizer", help="gpt2, cl100k or o200k, or a saved tokenizer's folder")
     ap.add_argument("-o", "--output", required=True, type=Path)
     args = ap.parse_args(argv)
-    if Path(args.tokenizer).exists():
-        tok = bytepair.load(args.tokenizer)
-    else:
-        tok = load_named(args.tokenizer)
+    tok = bytepair.load(args.tokenizer)
     specials = set(tok.special_tokens.values())  # the profile encodes ordinary text
     vocab = [(i, t) for i, t in sorted(tok.vocab.items()) if i not in specials]
     parts = [struct.pack("<I", len(vocab))]

@@ -1,5 +1,6 @@
-"""Tokenizers from files: `load` builds a `Tokenizer` from the model data that `formats/` reads
-(a folder, or any one file of a format), and `save` hands a tokenizer's to them to write.
+"""Tokenizers from files and by name: `load` builds a `Tokenizer` from the model data that
+`formats/` reads (a folder, or any one file of a format) or, for a name, from OpenAI's files as
+tiktoken caches them; `save` hands a tokenizer's model data to the formats to write.
 """
 
 from __future__ import annotations
@@ -11,9 +12,23 @@ from pathlib import Path
 
 from ._core import UNICODE_VERSION
 from .encoding import Tokenizer
-from .formats import read
+from .formats import ModelData, read
+from .formats.tiktoken import from_ranks
 
-__all__ = ["load", "save"]
+__all__ = ["NAMES", "load", "save"]
+
+#: Tokenizers by name → (tiktoken's encoding, the pattern preset it splits text with). bytepair
+#: ships no vocabulary of its own: tiktoken downloads OpenAI's files once and caches them
+#: (offline: TIKTOKEN_CACHE_DIR).
+NAMES = {
+    "gpt2": ("gpt2", "gpt2"),
+    "r50k_base": ("r50k_base", "gpt2"),
+    "p50k_base": ("p50k_base", "gpt2"),
+    "cl100k": ("cl100k_base", "cl100k"),
+    "cl100k_base": ("cl100k_base", "cl100k"),
+    "o200k": ("o200k_base", "o200k"),
+    "o200k_base": ("o200k_base", "o200k"),
+}
 
 #: Unicode versions already warned about in this process (the warning is given once per version).
 _warned_unicode: set[str] = set()
@@ -26,12 +41,18 @@ def load(
     special_tokens: Iterable[str] | dict[str, int] | None = None,
 ) -> Tokenizer:
     """Reads a tokenizer from a folder or from any one file of a format, detected by name (a
-    `vocab.json` finds its `merges.txt`, a `.tiktoken` its sidecar). `pattern` and
+    `vocab.json` finds its `merges.txt`, a `.tiktoken` its sidecar), or a tokenizer of `NAMES`
+    ("gpt2", "cl100k_base", ...; a folder or file of that name wins). `pattern` and
     `special_tokens` are only for formats without them (GPT-2 files, a bare `.tiktoken`).
 
     >>> tok = load("tok/tokenizer.json")  # doctest: +SKIP
+    >>> load("o200k_base").n_vocab  # doctest: +SKIP
+    200019
     """
-    data, file = read(path, pattern=pattern, special_tokens=special_tokens)
+    if isinstance(path, str) and path in NAMES and not Path(path).exists():
+        data, file = _named(path), Path(path)
+    else:
+        data, file = read(path, pattern=pattern, special_tokens=special_tokens)
     try:
         tok = Tokenizer(
             data.vocab,
@@ -49,6 +70,27 @@ def load(
         tok.unicode_version = data.unicode_version
         _check_unicode(tok.unicode_version, file)
     return tok
+
+
+def _named(name: str) -> ModelData:
+    """The model data of a tokenizer of `NAMES`, through tiktoken's cached files."""
+    encoding, preset = NAMES[name]
+    try:
+        import tiktoken
+    except ImportError:
+        raise ImportError(
+            f"the {name} tokenizer is read through tiktoken: pip install tiktoken (or give a "
+            f"folder or file of the tokenizer)"
+        ) from None
+    try:
+        enc = tiktoken.get_encoding(encoding)
+    except Exception as e:  # tiktoken raises what its download raises
+        raise OSError(
+            f"cannot load the {name} tokenizer through tiktoken ({type(e).__name__}: {e}); it "
+            f"downloads OpenAI's files once, or reads them from TIKTOKEN_CACHE_DIR"
+        ) from None
+    # tiktoken has no public accessor for the ranks; HF's converter reads the same attribute.
+    return from_ranks(enc._mergeable_ranks, enc._special_tokens, preset, f"tiktoken {enc.name}")
 
 
 def save(

@@ -19,6 +19,7 @@ from .options import (
     common_options,
     formats_option,
     input_options,
+    model_argument,
     pattern_option,
     ray_option,
     role_options,
@@ -28,6 +29,7 @@ from .options import (
     superword_kwargs,
     superword_options,
 )
+from .parser import Commands, Parser, ends_quietly
 from .shards import add_count_parser, count_command, train_on_counts
 from .special_tokens import (
     add_special_tokens_command,
@@ -43,8 +45,8 @@ if TYPE_CHECKING:
     from ..train import TrainReport
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bytepair", description="Byte-level BPE tokenizers.")
+def _parser() -> Parser:
+    parser = Parser(prog="bytepair", description="Byte-level BPE tokenizers.")
     parser.add_argument(
         "--version",
         action="version",
@@ -62,11 +64,15 @@ def _parser() -> argparse.ArgumentParser:
         help="write a sample corpus (the Python standard "
         "library's docstrings, documents separated by <|endoftext|>)",
     )
-    sample.add_argument("output", type=Path)
+    sample.add_argument(
+        "output",
+        type=Path,
+        help="the text file to write (UTF-8; its folder must exist; an existing file is replaced)",
+    )
     return parser
 
 
-def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_train_parser(sub: Commands) -> None:
     train = sub.add_parser("train", help="train a tokenizer on text, JSON lines or Parquet")
     train.add_argument(
         "inputs",
@@ -87,7 +93,7 @@ def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=None,
         metavar="BPC",
         help="train on the .bpc files of `bytepair count` (files, globs, folders: every shard "
-        "of one plan) instead of text",
+        "of one plan) instead of text (default: train on INPUTS)",
     )
     ray_option(train, "count on a Ray cluster")
     train.add_argument(
@@ -109,15 +115,14 @@ def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=[],
         metavar="N,N,...",
         help="also write the tokenizers of these smaller vocabulary sizes, from the same run, "
-        "into OUTPUT/N/ (each equal to a separate run at that size)",
+        "into OUTPUT/N/ (each equal to a separate run at that size; default: none)",
     )
     train.add_argument(
         "--continue-from",
-        type=Path,
         default=None,
         metavar="TOKENIZER",
-        help="a saved tokenizer (folder or file) whose ids and merges are kept; training "
-        "goes on from them to --vocab-size",
+        help="a tokenizer (folder, file or name, as MODEL elsewhere) whose ids and merges are "
+        "kept; training goes on from them to --vocab-size (default: a fresh run)",
     )
     formats_option(train)
     shaping_options(train)
@@ -126,11 +131,11 @@ def _add_train_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     role_options(train)
 
 
-def _add_encode_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_encode_parser(sub: Commands) -> None:
     encode = sub.add_parser(
         "encode", help="encode text files, .jsonl or .parquet into one token file"
     )
-    encode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
+    model_argument(encode, "the tokenizer to encode with")
     encode.add_argument(
         "inputs", nargs="+", help="files, globs or folders: text, .jsonl, .parquet (.gz, .zst)"
     )
@@ -147,30 +152,54 @@ def _add_encode_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         type=Path,
         default=None,
         metavar="FILE",
-        help="with --ray: also join the shards, in input order, into this one token file",
+        help="with --ray: also join the shards, in input order, into this one token file "
+        "(default: the shards alone)",
     )
     encode.add_argument(
         "--format",
         choices=["bin", "npy", "megatron"],
         default=None,
-        help="flat ids (default; npy for a .npy name) or Megatron's .bin + .idx",
+        help="bin: flat ids, npy: a NumPy array, megatron: Megatron's .bin + .idx (default: "
+        "npy for a .npy name, else bin)",
     )
-    encode.add_argument("--dtype", default=None, help="uint16, uint32 (int32 for megatron)")
+    encode.add_argument(
+        "--dtype",
+        default=None,
+        choices=["uint16", "uint32", "int32"],
+        help="the ids' type: uint16, uint32 (int32 for megatron) (default: uint16 when every id "
+        "fits, else uint32; int32 for megatron)",
+    )
     input_options(encode)
     encode.add_argument(
         "--append-eot", action="store_true", help="add the end-of-text id after each record/file"
     )
-    encode.add_argument("--eot", default="<|endoftext|>", help="the end-of-text special token")
+    encode.add_argument(
+        "--eot",
+        default="<|endoftext|>",
+        metavar="TOKEN",
+        help="the end-of-text special token of --append-eot (default: <|endoftext|>)",
+    )
     encode.add_argument("--resume", action="store_true", help="continue an interrupted run")
     encode.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
     common_options(encode)
 
 
-def _add_decode_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_decode_parser(sub: Commands) -> None:
     decode = sub.add_parser("decode", help="print the start of a token file as text")
-    decode.add_argument("model", type=Path, help="a folder written by `bytepair train`")
-    decode.add_argument("tokens", type=Path, help="a token file written by `bytepair encode`")
+    model_argument(decode, "the tokenizer the file was encoded with")
+    decode.add_argument(
+        "tokens",
+        type=Path,
+        help="a token file written by `bytepair encode` (.bin with its sidecar, .npy, or "
+        "Megatron's .bin + .idx; another .bin needs --dtype)",
+    )
     decode.add_argument("--head", type=int, default=200, help="how many tokens (default 200)")
+    decode.add_argument(
+        "--dtype",
+        default=None,
+        choices=["uint16", "uint32", "int32"],
+        help="the ids' type, for a .bin with no sidecar or index (default: as they say)",
+    )
 
 
 def _sizes(text: str) -> list[int]:
@@ -346,7 +375,7 @@ def _decode(args: argparse.Namespace) -> None:
     if args.head < 0:
         raise ValueError(f"--head must be 0 or more, got {args.head}")
     tok = load(args.model)
-    ids = load_tokens(args.tokens)[: args.head]
+    ids = load_tokens(args.tokens, dtype=args.dtype)[: args.head]
     sys.stdout.write(tok.decode(ids))
     sys.stdout.write("\n")
 
@@ -373,9 +402,12 @@ def main(argv: list[str] | None = None) -> int:
             "add-special-tokens": add_special_tokens_command,
         }
         commands[args.command](args)
+        sys.stdout.flush()  # a closed pipe fails here, inside the handlers, not at exit
     except KeyboardInterrupt:
         print("bytepair: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return ends_quietly()
     except (OSError, ValueError, TypeError, KeyError, MemoryError, ImportError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"bytepair: error: {message}", file=sys.stderr)

@@ -9,6 +9,18 @@ import argparse
 from typing import TypedDict
 
 
+def model_argument(parser: argparse.ArgumentParser, help: str = "a tokenizer") -> None:
+    """The tokenizer a command reads: anything `bytepair.load` takes."""
+    from ..loading import NAMES
+
+    parser.add_argument(
+        "model",
+        help=f"{help}: a folder, or any one file `bytepair.load` reads (tokenizer.json, "
+        f"vocab.json, NAME.tiktoken, bytepair.model), or a name: {', '.join(NAMES)} "
+        f"(OpenAI's, read through tiktoken)",
+    )
+
+
 def common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads", type=int, default=None, help="worker threads (default: all cores)"
@@ -29,7 +41,7 @@ def special_option(parser: argparse.ArgumentParser) -> None:
         default=[],
         dest="special_tokens",
         metavar="TOKEN",
-        help="a special token (repeat for several)",
+        help="a special token (repeat for several; default: none)",
     )
 
 
@@ -48,7 +60,7 @@ def ray_option(parser: argparse.ArgumentParser, what: str) -> None:
         default=None,
         metavar="ADDRESS",
         help=f"{what}: auto (the running cluster, or RAY_ADDRESS), local (a new one here), "
-        f"ray://HEAD:10001 (needs pip install 'bytepair[ray]')",
+        f"ray://HEAD:10001 (needs pip install 'bytepair[ray]'; default: no Ray, this machine)",
     )
 
 
@@ -115,7 +127,7 @@ def shaping_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="M",
         help="add special tokens <|reserved_0|>, ... until the vocabulary size is a multiple "
-        "of M (e.g. 64), on top of --vocab-size",
+        "of M (e.g. 64), on top of --vocab-size (default: no padding)",
     )
 
 
@@ -143,7 +155,7 @@ def superword_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="T",
         help="learn the merges after the first T on lines instead of words, so that tokens may "
-        "span words (SuperBPE; e.g. 80%% of the merges)",
+        "span words (SuperBPE; e.g. 80%% of the merges; default: none, every merge on words)",
     )
     parser.add_argument(
         "--superword-pattern",

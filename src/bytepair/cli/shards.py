@@ -19,6 +19,7 @@ from .options import (
     shaping_kwargs,
     special_option,
 )
+from .parser import Commands
 
 if TYPE_CHECKING:
     from ..distributed.shards import CountsInfo
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from ..train import TrainReport
 
 
-def add_count_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_count_parser(sub: Commands) -> None:
     """Adds `count` to the subcommands `sub`."""
     count = sub.add_parser(
         "count", help="count one shard of the inputs into a .bpc file (for Slurm arrays, k8s jobs)"
@@ -44,7 +45,9 @@ def add_count_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="K/N",
         help="which shard, 0 <= K < N, of N of about equal size (default 0/1: all)",
     )
-    count.add_argument("-o", "--output", type=Path, required=True, help="the .bpc file")
+    count.add_argument(
+        "-o", "--output", type=Path, required=True, help="the .bpc file to write (word counts)"
+    )
     special_option(count)
     pattern_option(count, "gpt2")
     count.add_argument("--partitions", type=int, default=16, help=argparse.SUPPRESS)

@@ -11,19 +11,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._roles import ROLES
-from .options import formats_option, role_options
+from .options import formats_option, model_argument, role_options
+from .parser import Commands
 
 if TYPE_CHECKING:
     from ..encoding import Tokenizer
 
 
-def add_special_tokens_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_special_tokens_parser(sub: Commands) -> None:
     cmd = sub.add_parser(
         "add-special-tokens",
         help="add special tokens to a saved tokenizer (new ids after the last) and write it in "
         "every format",
     )
-    cmd.add_argument("model", type=Path, help="a saved tokenizer (folder or file)")
+    model_argument(cmd, "the tokenizer to add to")
     cmd.add_argument("tokens", nargs="*", metavar="TOKEN", help="special tokens to add, in order")
     cmd.add_argument(
         "-o",

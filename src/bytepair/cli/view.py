@@ -9,15 +9,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from .options import common_options
+from .options import common_options, model_argument
+from .parser import Commands
 
 
-def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_view_parsers(sub: Commands) -> None:
     """Adds `inspect` and `show` to the subcommands `sub`."""
     inspect = sub.add_parser(
         "inspect", help="a tokenizer's vocabulary and compression on sample text (+ HTML report)"
     )
-    inspect.add_argument("model", help="a tokenizer: a folder or file `load` reads, or gpt2")
+    model_argument(inspect, "the tokenizer to inspect")
     inspect.add_argument(
         "--sample",
         nargs="+",
@@ -33,25 +34,32 @@ def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         action="extend",
         default=[],
         metavar="TOKENIZER",
-        help="tokenizers to compare compression with: folders or files, or a preset name "
-        "(gpt2, cl100k, o200k; read through tiktoken)",
+        help="tokenizers to compare compression with, each as MODEL (default: none)",
     )
-    inspect.add_argument("--html", type=Path, default=None, help="write an HTML report here")
-    inspect.add_argument("--top", type=int, default=10, help="rows of each token list (10)")
+    inspect.add_argument(
+        "--html", type=Path, default=None, help="write an HTML report here (default: none)"
+    )
+    inspect.add_argument("--top", type=int, default=10, help="rows of each token list (default 10)")
     inspect.add_argument(
         "--excerpt-bytes",
         type=int,
         default=50_000,
-        help="how much of the first sample the HTML report shows token by token (50000)",
+        help="bytes of the first sample that the HTML report shows token by token (default 50000)",
     )
     common_options(inspect)
 
     show = sub.add_parser("show", help="text split into tokens, coloured on a terminal")
-    show.add_argument("model", help="a tokenizer: a folder or file `load` reads, or gpt2")
+    model_argument(show, "the tokenizer to split with")
     show.add_argument("text", help="the text, or - to read standard input")
     show.add_argument("--ids", action="store_true", help="show each token's id")
     colour = show.add_mutually_exclusive_group()
-    colour.add_argument("--color", action="store_true", default=None, help="colours in a pipe too")
+    colour.add_argument(
+        "--color",
+        action="store_true",
+        default=None,
+        help="colours in a pipe too (needs rich; default: colours on a terminal where rich is "
+        "installed)",
+    )
     colour.add_argument(
         "--plain", dest="color", action="store_false", help="one token a line on a terminal too"
     )
@@ -59,9 +67,9 @@ def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def inspect_command(args: argparse.Namespace) -> None:
     from ..inspection.figures import inspect
-    from ..inspection.presets import load_named
     from ..inspection.show import print_tables, require
     from ..inspection.summary import tables
+    from ..loading import load
 
     require("rich", "bytepair inspect")
     if args.html is not None:
@@ -70,8 +78,8 @@ def inspect_command(args: argparse.Namespace) -> None:
             raise FileNotFoundError(f"--html {args.html}: folder {args.html.parent} does not exist")
     if args.top < 0:
         raise ValueError(f"--top must be 0 or more, got {args.top}")
-    tok = load_named(args.model)
-    compare = {spec: load_named(spec) for spec in args.compare}
+    tok = load(args.model)
+    compare = {spec: load(spec) for spec in args.compare}
     found = inspect(
         tok,
         args.sample,
@@ -92,11 +100,19 @@ def inspect_command(args: argparse.Namespace) -> None:
 
 
 def show_command(args: argparse.Namespace) -> None:
-    from ..inspection.presets import load_named
-    from ..inspection.show import show
+    from ..inspection.show import has_rich, require, show
+    from ..loading import load
 
-    tok = load_named(args.model)
+    if args.color:
+        require("rich", "bytepair show --color")
+    tok = load(args.model)
     text = args.text
     if text == "-":
         text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    if args.color is None and sys.stdout.isatty() and not has_rich():
+        print(
+            "bytepair: note: no colours without rich: pip install 'bytepair[inspect]' (--plain "
+            "hides this note)",
+            file=sys.stderr,
+        )
     show(tok, text, ids=args.ids, color=args.color)

@@ -31,7 +31,7 @@ from .inputs import ResumePoint, Unit, read_source, small_files, small_text_unit
 from .tokens import TokenWriter, choose_dtype
 
 if TYPE_CHECKING:
-    pass
+    from .blocks import Ids
 
 EOT = "<|endoftext|>"
 _JOURNAL_VERSION = 1
@@ -45,9 +45,14 @@ class CorpusReport:
     """What `encode_files` did, for the closing summary (and the sidecar's counts)."""
 
     n_inputs: int = 0
+    #: Bytes of text read (of records, their texts, not the JSON or Parquet around them).
     n_bytes: int = 0
     n_documents: int = 0
     n_tokens: int = 0
+    #: Special tokens among the tokens (those of the text and the EOTs appended), and the bytes
+    #: of the text's: bytes/token is of the rest, so a corpus as text and as records agree.
+    n_special: int = 0
+    n_special_bytes: int = 0
     n_replaced: int = 0
     seconds: float = 0.0
     resumed_at: int = 0  # tokens kept from an interrupted run
@@ -58,15 +63,21 @@ class CorpusReport:
         """One line: inputs, bytes, documents, tokens, bytes/token, time."""
         rate = self.n_bytes / 1e6 / self.seconds if self.seconds else 0.0
         line = (
-            f"encoded {self.n_inputs:,} input(s): {self.n_bytes:,} bytes, {self.n_documents:,} "
-            f"documents, {self.n_tokens:,} tokens ({self.n_bytes / max(self.n_tokens, 1):.2f} "
-            f"bytes/token, {self.dtype}) in {self.seconds:.2f} s ({rate:.1f} MB/s)"
+            f"encoded {self.n_inputs:,} input(s): {self.n_bytes:,} bytes of text, "
+            f"{self.n_documents:,} documents, {self.n_tokens:,} tokens "
+            f"({self.bytes_per_token:.2f} bytes/token, {self.dtype}) in {self.seconds:.2f} s "
+            f"({rate:.1f} MB/s)"
         )
         if self.resumed_at:
             line += f"; resumed after {self.resumed_at:,} tokens"
         if self.n_replaced:
             line += f"; replaced {self.n_replaced:,} invalid UTF-8 sequences with U+FFFD"
         return line
+
+    @property
+    def bytes_per_token(self) -> float:
+        """Bytes of text per token, special tokens and their text left out."""
+        return (self.n_bytes - self.n_special_bytes) / max(self.n_tokens - self.n_special, 1)
 
 
 def tokenizer_hash(tok: Tokenizer) -> str:
@@ -186,6 +197,7 @@ class _Run:
         top = np.iinfo(writer.dtype).max
         specials = sorted(i for i in set(tok.special_tokens.values()) if i <= top)
         self.special_ids = np.array(specials, dtype=writer.dtype)
+        self.special_bytes = np.array([len(tok.id_to_token(i)) for i in specials], np.int64)
         self.small = writer.dtype.itemsize == 2
         self.report = CorpusReport(dtype=writer.dtype.name)
         state = state or {"where": {"input": 0}, "finished": [], "counts": {}}
@@ -195,6 +207,8 @@ class _Run:
         self.n_tokens, self.open_len = counts.get("tokens", 0), counts.get("open", 0)
         self.report.n_documents = counts.get("documents", 0)
         self.report.n_bytes = counts.get("bytes", 0)
+        self.report.n_special = counts.get("special", 0)
+        self.report.n_special_bytes = counts.get("special_bytes", 0)
         self.report.n_replaced = counts.get("replaced", 0)
         self.report.resumed_at = self.n_tokens
         if not counts:
@@ -220,9 +234,12 @@ class _Run:
     def _write(self, unit: Unit) -> None:
         """Adds the EOTs, finds the document ends, appends, then saves the journal."""
         ids, doc_ends = unit.ids, np.asarray(unit.doc_ends, dtype=np.int64)
+        n_eot = 0
         if self.eot_id is not None and len(doc_ends):
             ids = np.insert(ids, doc_ends, np.asarray(self.eot_id, dtype=ids.dtype))
             doc_ends = doc_ends + np.arange(1, len(doc_ends) + 1)
+            n_eot = len(doc_ends)
+        self.report.n_special += n_eot
         if unit.plain and len(self.special_ids):
             is_special = (
                 ids == self.special_ids[0]
@@ -232,6 +249,7 @@ class _Run:
             specials = np.flatnonzero(is_special) + 1
             if len(specials):
                 doc_ends = np.union1d(doc_ends, specials) if len(doc_ends) else specials
+                self._count_specials(ids[specials - 1], n_eot)
         starts = np.concatenate(([-self.open_len], doc_ends[:-1]))
         lengths = (doc_ends - starts)[doc_ends > starts]
         self.open_len = len(ids) - int(doc_ends[-1]) if len(doc_ends) else self.open_len + len(ids)
@@ -252,6 +270,15 @@ class _Run:
                 raise self._write_error(e) from None
             self.next_save = time.monotonic() + _SAVE_EVERY_S
 
+    def _count_specials(self, found: Ids, n_eot: int) -> None:
+        """Counts the special tokens the text held (`found`: all of a unit's, the `n_eot`
+        appended EOTs among them)."""
+        n_bytes = int(self.special_bytes[np.searchsorted(self.special_ids, found)].sum())
+        if n_eot and self.eot_id is not None:
+            n_bytes -= n_eot * len(self.tok.id_to_token(self.eot_id))
+        self.report.n_special += len(found) - n_eot
+        self.report.n_special_bytes += n_bytes
+
     def _write_error(self, e: OSError) -> OSError:
         return os_error(
             e,
@@ -264,6 +291,8 @@ class _Run:
             "tokens": self.n_tokens,
             "open": self.open_len,
             "bytes": self.report.n_bytes,
+            "special": self.report.n_special,
+            "special_bytes": self.report.n_special_bytes,
             "documents": self.report.n_documents,
             "replaced": self.report.n_replaced,
         }

@@ -43,7 +43,7 @@ class Unit:
     ids: Ids
     doc_ends: Positions  # positions in `ids` where a record or a file ends (a document)
     plain: bool  # plain text: special tokens also end documents
-    n_bytes: int  # input bytes (decompressed) these ids came from
+    n_bytes: int  # bytes of text these ids came from (decompressed; of records, their texts)
     disk_done: int  # bytes of the input's file read so far, for progress
     state: ResumePoint | None  # where to resume after this unit, or None
     n_replaced: int = 0
@@ -170,22 +170,31 @@ def _jsonl_units(
 def _jsonl_blocks(
     stream: Stream, src: Source, opts: ReadOptions, line_no: int
 ) -> Iterator[tuple[list[str], int, int, int, int, int]]:
-    """(texts, bytes, invalid sequences replaced, offset and line after, file bytes read) for
-    each block of lines."""
+    """(texts, their bytes, invalid sequences replaced, offset and line after, file bytes read)
+    for each block of lines: the bytes are the texts' UTF-8, not the JSON's."""
     while lines := stream.readlines(opts.block_size):
         texts: list[str] = []
-        n_bytes, n_replaced = 0, 0
+        n_replaced = 0
         offset = stream.pos - sum(map(len, lines))
         for raw in lines:
             line_no += 1
             where = f"{src.path}:{line_no}"
             line, replaced = decode(raw, opts.errors, where, offset)
             offset += len(raw)
-            n_bytes += len(raw)
             n_replaced += replaced
             if line.strip():
                 texts.append(_field(line, opts.jsonl_field, where))
-        yield texts, n_bytes, n_replaced, stream.pos, line_no, stream.raw.n
+        yield texts, text_bytes(texts), n_replaced, stream.pos, line_no, stream.raw.n
+
+
+def text_bytes(texts: list[str]) -> int:
+    """The UTF-8 bytes of `texts` (a lone surrogate counts 3, as U+FFFD, which the encoder makes
+    of it); an ASCII text's are its length, with no copy.
+
+    >>> text_bytes(["ab", "é", "\ud800"])
+    8
+    """
+    return sum(len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass")) for t in texts)
 
 
 def _field(line: str, name: str, where: str) -> str:
@@ -226,7 +235,7 @@ def _parquet_units(
                     )
             ids, offsets = encoder.texts(texts)
             disk = src.size * row // max(n_rows, 1)
-            n_bytes = sum(len(t.encode("utf-8", "replace")) for t in texts)
+            n_bytes = text_bytes(texts)
             yield Unit(ids, offsets[1:], False, n_bytes, disk, {"input": index, "row": row})
     yield _done(index, src, encoder, Stream(src, 0).close())
 

@@ -220,5 +220,6 @@ def _stored_dtype(path: Path) -> str:
         if head[:9] == _IDX_HEADER and head[17] in codes:
             return codes[head[17]]
     raise ValueError(
-        f"{path}: no sidecar {sidecar.name} or Megatron index says its dtype; pass dtype="
+        f"{path}: no sidecar {sidecar.name} or Megatron index says its dtype; pass "
+        f"dtype='uint16' or 'uint32' (CLI: --dtype)"
     )

@@ -7,7 +7,9 @@ tokenizer and each one compared. Plain data: `summary.py` makes the tables that 
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -67,9 +69,17 @@ class Inspection:
     absorbed_into: npt.NDArray[np.int64]
     unreachable: list[tuple[int, list[int]]]  # id, and the ids that encoding its bytes gives
     excerpt: list[int]  # the first tokens of the first input (DEFAULT_EXCERPT_BYTES)
-    token_lengths: npt.NDArray[np.int64]  # bytes of each id
+    token_lengths: npt.NDArray[np.int64]  # bytes of each id (0 for an id the vocabulary skips)
     seconds: float = 0.0
     n_replaced: int = 0  # invalid UTF-8 sequences of the sample replaced with U+FFFD
+
+    @functools.cached_property
+    def present(self) -> npt.NDArray[np.bool_]:
+        """Which ids of 0..n_vocab - 1 are tokens: OpenAI's vocabularies skip some (cl100k has
+        no token 100256), and every figure counts tokens, not ids."""
+        out = np.zeros(self.tok.n_vocab, bool)
+        out[list(self.tok.vocab)] = True
+        return out
 
     def shadowed(self) -> list[int]:
         """Merge indices whose token was made on the sample but never kept: later merges
@@ -95,7 +105,7 @@ def inspect(
     read as `encode_files` reads them) with `tok` and each tokenizer of `compare`, and studies
     the vocabulary. Progress bars on a terminal (`progress=None`), one per tokenizer.
 
-    >>> ins = inspect(tok, "held_out.txt", compare={"gpt2": load_named("gpt2")})  # doctest: +SKIP
+    >>> ins = inspect(tok, "held_out.txt", compare={"gpt2": load("gpt2")})  # doctest: +SKIP
     >>> ins.compression["gpt2"][0].bytes_per_token  # doctest: +SKIP
     4.41
     """
@@ -135,32 +145,51 @@ def inspect(
 
 
 def token_lengths(tok: Tokenizer) -> npt.NDArray[np.int64]:
-    """The number of bytes of each id."""
-    return np.array([len(tok.id_to_token(i)) for i in range(tok.n_vocab)], np.int64)
+    """The number of bytes of each id, 0 where the vocabulary has no token of that id."""
+    out = np.zeros(tok.n_vocab, np.int64)
+    for i, raw in tok.vocab.items():
+        out[i] = len(raw)
+    return out
 
 
 class _Counting(BlockEncoder):
-    """Corpus encoding's block encoder that also counts the bytes and words it encodes; a word
-    cut by a block boundary is counted once."""
+    """Corpus encoding's block encoder that also counts the bytes and words of text it encodes;
+    a word cut by a block boundary is counted once. Special tokens' text is left out, and ends a
+    word: a corpus as text with `<|endoftext|>` between documents, and as records, count alike."""
 
     def __init__(self, tok: Tokenizer, opts: ReadOptions, num_threads: int, small: bool) -> None:
         super().__init__(tok, opts, num_threads, small)
         self.n_bytes = self.n_words = 0
         self._in_word = False
+        longest_first = sorted(tok.special_tokens, key=len, reverse=True)
+        alternation = b"|".join(re.escape(t.encode("utf-8")) for t in longest_first)
+        self._specials = re.compile(alternation) if longest_first else None
 
     def block(
         self, data: bytes, last: bool, where: str, offset: int
     ) -> tuple[Ids, Positions, int, int, bytes]:
         out = super().block(data, last, where, offset)
         used, encoded = out[2], out[4]
-        self._count(encoded[:used])
+        self._count_plain(encoded[:used])
         return out
 
     def texts(self, texts: list[str], *, plain: bool = False) -> tuple[Ids, Positions]:
         for text in texts:
             self._in_word = False  # a record is a document of its own
-            self._count(text.encode("utf-8", errors="replace"))
+            data = text.encode("utf-8", errors="surrogatepass")
+            if plain:
+                self._count_plain(data)
+            else:
+                self._count(data)
         return super().texts(texts, plain=plain)
+
+    def _count_plain(self, data: bytes) -> None:
+        """Counts text in which special tokens are matched (and so left out)."""
+        pieces = self._specials.split(data) if self._specials else [data]
+        for k, piece in enumerate(pieces):
+            if k:
+                self._in_word = False
+            self._count(piece)
 
     def _count(self, data: bytes) -> None:
         if not data:
@@ -198,6 +227,7 @@ class _Run:
         """Compression per input (and "all"); adds each id's uses to `counts` and the first
         `excerpt_bytes` of tokens to `excerpt` when given (`lengths`: bytes per id)."""
         small = tok.n_vocab <= 1 << 16
+        special_ids = np.array(sorted(set(tok.special_tokens.values())), np.int64)
         self.n_replaced = 0
         bar = Bar(self.show, sum(s.size for s in self.sources), name, divisor=1024)
         rows, done, names = [], 0, _names(self.sources)
@@ -207,7 +237,7 @@ class _Run:
                 n_tokens = 0
                 for unit in read_source(index, src, self.opts, enc, None):
                     ids = unit.ids
-                    n_tokens += len(ids)
+                    n_tokens += len(ids) - int(np.count_nonzero(np.isin(ids, special_ids)))
                     self.n_replaced += unit.n_replaced
                     if counts is not None and len(ids):
                         counts += np.bincount(ids, minlength=len(counts))
@@ -270,8 +300,7 @@ def unreachable_tokens(tok: Tokenizer) -> list[tuple[int, list[int]]]:
     specials = set(tok.special_tokens.values())
     texts: dict[int, str] = {}
     partial: dict[int, bytes] = {}
-    for i in range(tok.n_vocab):
-        raw = tok.id_to_token(i)
+    for i, raw in sorted(tok.vocab.items()):
         if len(raw) < 2 or i in specials:
             continue
         try:

@@ -19,32 +19,49 @@ from .._atomic import write_atomic
 from ..decoding import visible
 from .figures import Inspection
 from .show import PALETTE, require
-from .summary import Table, length_histogram, tables
+from .summary import Table, length_histogram, n_tokens, tables
 
 if TYPE_CHECKING:  # matplotlib loads only when a report is written
     from matplotlib.figure import Figure
 
+#: Fonts that cover CJK, Thai and the other scripts of a sample, where the page's default would
+#: draw boxes; the first installed one wins, per character.
+_SANS = (
+    'system-ui, "Noto Sans", "Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC", '
+    '"PingFang SC", "Hiragino Sans", "Microsoft YaHei", "Noto Sans Thai", sans-serif'
+)
+_MONO = (
+    'ui-monospace, "DejaVu Sans Mono", "Noto Sans Mono", "Noto Sans Mono CJK SC", '
+    '"Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", monospace'
+)
 _CSS = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
+body { font: 14px/1.45 SANS; margin: 24px auto; max-width: 1200px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }
 table { border-collapse: collapse; margin: 8px 0; } caption { text-align: left; color: #666; }
 td, th { border: 1px solid #ccc; padding: 2px 8px; } th { background: #f2f2f2; }
 td.r { text-align: right; font-variant-numeric: tabular-nums; }
-td.l { font-family: monospace; white-space: pre; }
+td.l { font-family: MONO; white-space: pre; }
 .tables { display: flex; flex-wrap: wrap; gap: 0 32px; align-items: flex-start; }
 .plots img { max-width: 100%; }
-pre.sample { white-space: pre-wrap; overflow-wrap: anywhere; font: 14px/1.9 monospace;
+pre.sample { white-space: pre-wrap; overflow-wrap: anywhere; font: 14px/1.9 MONO;
   border: 1px solid #ccc; padding: 10px; }
 pre.sample span { color: #000; border-radius: 2px; }
 pre.sample span:hover { outline: 2px solid #333; }
 pre.sample b { color: #b00020; }
-#info { position: sticky; top: 0; background: #fffbe6; border: 1px solid #e0c060;
-  padding: 4px 8px; font-family: monospace; min-height: 1.4em; }
-"""
+#info { position: sticky; top: 0; padding: 4px 8px; font-family: MONO; min-height: 1.4em;
+  color: #888; background: #fff; border: 1px dashed #ccc; }
+#info.on { color: #222; background: #fffbe6; border: 1px solid #e0c060; }
+""".replace("SANS", _SANS).replace("MONO", _MONO)
+#: Before any hover, the panel says what it is for, in grey, instead of an empty yellow box.
+_INFO_HINT = "hover over a token: its id and bytes show here"
 _SCRIPT = """
 document.querySelector("pre.sample").addEventListener("mouseover", (e) => {
   const t = e.target.closest("span[data-id]");
-  if (t) document.getElementById("info").textContent = t.title;
+  if (t) {
+    const info = document.getElementById("info");
+    info.textContent = t.title;
+    info.className = "on";
+  }
 });
 """
 
@@ -63,7 +80,7 @@ def render(ins: Inspection, summary: list[Table]) -> str:
         f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>",
         f"<style>{_CSS}{_palette_css()}</style></head><body>",
         f"<h1>{e(title)}</h1>",
-        f"<p>vocabulary {ins.tok.n_vocab:,}; samples: "
+        f"<p>vocabulary {n_tokens(ins):,} tokens; samples: "
         f"{e(', '.join(r.source for r in ins.compression[ins.name] if r.source != 'all'))}</p>",
         "<h2>Summary</h2><div class='tables'>",
         *(_table(t) for t in summary if t.rows),
@@ -71,10 +88,10 @@ def render(ins: Inspection, summary: list[Table]) -> str:
         *_plots(ins),
         "</div><h2>The sample, token by token</h2>",
         f"<p>The first {len(ins.excerpt):,} tokens of the first sample "
-        f"({int(ins.token_lengths[ins.excerpt].sum()) if ins.excerpt else 0:,} bytes); "
+        f"({_bytes(int(ins.token_lengths[ins.excerpt].sum()) if ins.excerpt else 0)}); "
         f"hover over a token for its id and bytes. Red: bytes that are not a whole character, "
         f"and unprintable characters.</p>",
-        "<div id='info'></div>",
+        f"<div id='info'>{_INFO_HINT}</div>",
         f"<pre class='sample'>{_spans(ins)}</pre>",
         f"<script>{_SCRIPT}</script></body></html>\n",
     ]
@@ -107,11 +124,16 @@ def _spans(ins: Inspection) -> str:
             f"<b>{html.escape(p)}</b>" if esc else html.escape(p).replace("\n", "↵\n")
             for p, esc in visible(raw)
         )
-        hover = f"id {token_id} · {len(raw)} bytes · {raw.hex(' ')}"
+        hover = f"id {token_id} · {_bytes(len(raw))} · {raw.hex(' ')}"
         out.append(
             f"<span data-id='{token_id}' class='c{n % len(PALETTE)}' title='{hover}'>{inner}</span>"
         )
     return "".join(out)
+
+
+def _bytes(n: int) -> str:
+    """`1 byte`, `2 bytes`."""
+    return f"{n:,} byte{'s' * (n != 1)}"
 
 
 def _image(fig: Figure, fmt: str) -> str:
@@ -177,6 +199,8 @@ def _compression_figure(ins: Inspection) -> Figure:
         )
         ax.invert_yaxis()
         ax.set_xlabel(what)
-    left.legend(fontsize="small")
+    # below the plots, not on them: inside, it covered the bars of the last tokenizer
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=len(names))
     fig.suptitle("Compression against the compared tokenizers")
     return fig

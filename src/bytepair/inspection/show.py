@@ -1,7 +1,7 @@
 """The terminal: `bytepair show` (text with each token on its own background colour, ids under
 it on request; bytes that are not whole characters as `\\xe4`) and the tables of `bytepair
 inspect`. On a terminal it draws with rich (`pip install 'bytepair[inspect]'`); elsewhere (a pipe,
-a file) tokens come one a line, plain, and need nothing.
+a file), or where rich is missing, tokens come one a line, plain, and need nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +37,15 @@ def require(module: str, command: str) -> ModuleType:
         raise ImportError(f"{command} needs {module}: pip install 'bytepair[inspect]'") from None
 
 
+def has_rich() -> bool:
+    """Whether rich, the `inspect` extra's, can be imported here."""
+    try:
+        importlib.import_module("rich")
+    except ImportError:
+        return False
+    return True
+
+
 def show(
     tok: Tokenizer,
     text: str,
@@ -46,8 +55,8 @@ def show(
     file: TextIO | None = None,
     width: int | None = None,
 ) -> None:
-    """Prints `text`'s tokens: coloured on a terminal (`color=None` asks the file), else one a
-    line as `'token'` (with `ID<tab>` before it when `ids`).
+    """Prints `text`'s tokens: coloured on a terminal (`color=None` asks the file, and whether
+    rich is installed), else one a line as `'token'` (with `ID<tab>` before it when `ids`).
 
     >>> show(tok, "Héllo", ids=True, color=False)  # doctest: +SKIP
     39\t'H'
@@ -55,7 +64,7 @@ def show(
     out = file or sys.stdout
     token_ids = tok.encode(text)
     if color is None:
-        color = out.isatty()
+        color = out.isatty() and has_rich()
     if not color:
         for i in token_ids:
             out.write(f"{i}\t" * ids + label(tok.id_to_token(i)) + "\n")

@@ -70,18 +70,28 @@ def kinds(ins: Inspection) -> dict[str, int]:
     )
     n_merges = len(set(ins.merge_ids.tolist()))
     counts = {"bytes": n_bytes, "merges": n_merges, "special": n_special}
-    other = tok.n_vocab - sum(counts.values())
+    other = n_tokens(ins) - sum(counts.values())
     return counts | ({"other": other} if other else {})
+
+
+def n_tokens(ins: Inspection) -> int:
+    """The tokens of the vocabulary (ids that several special tokens share count once)."""
+    return int(np.count_nonzero(ins.present))
 
 
 def _vocabulary(ins: Inspection) -> Table:
     counts = kinds(ins)
-    rows = [[kind, _n(n), _share(n, ins.tok.n_vocab)] for kind, n in counts.items()]
+    n = n_tokens(ins)
+    rows = [[kind, _n(k), _share(k, n)] for kind, k in counts.items()]
     superwords = sum(spans_words(a + b) for a, b in ins.tok.merges)
     if superwords:  # a superword tokenizer (docs/spec.md §1.9)
-        rows.insert(2, ["  spanning words", _n(superwords), _share(superwords, ins.tok.n_vocab)])
-    rows.append(["total", _n(ins.tok.n_vocab), "100.0%"])
-    return Table(f"Vocabulary of {ins.name}", ["kind", "tokens", "share"], rows, "lrr")
+        rows.insert(2, ["  spanning words", _n(superwords), _share(superwords, n)])
+    rows.append(["total", _n(n), "100.0%"])
+    gaps = ins.tok.n_vocab - n
+    note = (
+        f"ids run from 0 to {ins.tok.n_vocab - 1:,}; {gaps:,} of them name no token" if gaps else ""
+    )
+    return Table(f"Vocabulary of {ins.name}", ["kind", "tokens", "share"], rows, "lrr", note)
 
 
 def _compression(ins: Inspection) -> Table:
@@ -102,8 +112,9 @@ def _compression(ins: Inspection) -> Table:
             )
     columns = ["tokenizer", "input", "bytes", "tokens", "bytes/token", "tokens/word"]
     note = (
-        f"words: runs of non-whitespace; inspected in {ins.seconds:.1f} s. Higher bytes/token "
-        f"and fewer tokens/word compress better."
+        f"bytes and tokens of text, special tokens left out; words: runs of non-whitespace; "
+        f"inspected in {ins.seconds:.1f} s. Higher bytes/token and fewer tokens/word compress "
+        f"better."
     )
     if ins.n_replaced:
         note += f" Replaced {ins.n_replaced:,} invalid UTF-8 sequences with U+FFFD."
@@ -115,7 +126,7 @@ def _compression(ins: Inspection) -> Table:
 def length_histogram(ins: Inspection) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(length labels 1..16+, vocabulary tokens of each length, sample tokens of each length);
     special tokens are left out."""
-    plain = np.ones(ins.tok.n_vocab, bool)
+    plain = ins.present.copy()
     plain[list(ins.tok.special_tokens.values())] = False
     bucket = np.minimum(ins.token_lengths, _MAX_LENGTH_ROW)[plain]
     in_vocab = np.bincount(bucket, minlength=_MAX_LENGTH_ROW + 1)[1:]
@@ -144,14 +155,14 @@ def _token_row(ins: Inspection, token_id: int) -> list[str]:
 def _longest(ins: Inspection, top: int) -> Table:
     special = set(ins.tok.special_tokens.values())
     order = np.argsort(-ins.token_lengths, kind="stable")
-    ids = [int(i) for i in order if int(i) not in special][:top]
+    ids = [int(i) for i in order if int(i) not in special and ins.present[i]][:top]
     rows = [_token_row(ins, i) for i in ids]
     return Table("Longest tokens", ["id", "token", "bytes", "uses"], rows, "rlrr")
 
 
 def unused(ins: Inspection) -> dict[str, list[int]]:
     """Ids never used on the sample, by kind (bytes, merges, special)."""
-    zero = ins.counts == 0
+    zero = (ins.counts == 0) & ins.present
     special = np.zeros(ins.tok.n_vocab, bool)
     special[list(ins.tok.special_tokens.values())] = True
     single = (ins.token_lengths == 1) & ~special
@@ -163,7 +174,7 @@ def unused(ins: Inspection) -> dict[str, list[int]]:
 
 
 def _usage(ins: Inspection) -> Table:
-    n = ins.tok.n_vocab
+    n = n_tokens(ins)
     never = unused(ins)
     used = int(np.count_nonzero(ins.counts))
     rows = [["used at least once", _n(used), _share(used, n)]]
