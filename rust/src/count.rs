@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::cuts::CutFinder;
@@ -116,7 +116,7 @@ pub struct CountConfig {
 /// What counting a file saw.
 #[derive(Default, Debug, Clone, Copy)]
 pub struct CountStats {
-    /// Bytes read.
+    /// Bytes of text read (of JSON lines: the records' texts, not the JSON around them).
     pub n_bytes: u64,
     /// Invalid UTF-8 sequences replaced by U+FFFD.
     pub n_replaced: u64,
@@ -199,12 +199,14 @@ pub fn count_file(
     };
     let (reader, file_read) = decoded(file.take(n_bytes), compression).map_err(io_err)?;
     let shared = std::mem::take(into).into_shared();
+    let record_bytes = AtomicU64::new(0);
     let mut job = Job {
         path,
         config,
         chunk_size,
         shared: &shared,
         file_read: None,
+        record_bytes: &record_bytes,
     };
     let stats = if regions.len() > 1 {
         count_regions(&job, &regions, n_workers, progress)
@@ -231,7 +233,12 @@ pub fn count_file(
     };
     // the workers, and their hold on the table, are gone
     *into = WordCounts::from_shared(shared);
-    stats
+    let mut stats = stats?;
+    if config.json_field.is_some() {
+        // the documents are the records' texts: their bytes, not the JSON's
+        stats.n_bytes = record_bytes.load(Ordering::Relaxed);
+    }
+    Ok(stats)
 }
 
 /// What every thread of one `count_file` call shares.
@@ -242,6 +249,8 @@ struct Job<'a> {
     shared: &'a Arc<SharedParts>,
     /// Bytes of the (compressed) file read so far, when they differ from the text's.
     file_read: Option<&'a AtomicU64>,
+    /// JSON lines: the UTF-8 bytes of the records' texts counted so far.
+    record_bytes: &'a AtomicU64,
 }
 
 impl Job<'_> {

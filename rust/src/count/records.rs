@@ -71,25 +71,28 @@ impl<R: Read> Read for Tally<R> {
 }
 
 /// Counts the records of `chunk`, whole lines of JSON whose first is line `first_line` (1-based)
-/// of the input: each record's `field` is one document; blank lines are skipped.
+/// of the input: each record's `field` is one document; blank lines are skipped. Returns the
+/// bytes of the records' texts (what the input holds as text, without its JSON).
 pub(super) fn count_lines(
     counter: &mut Counter,
     chunk: &str,
     first_line: u64,
     (config, field): (&CountConfig, &str),
     stop: &AtomicBool,
-) -> Result<(), RecordError> {
+) -> Result<u64, RecordError> {
+    let mut n_bytes = 0;
     for (i, line) in chunk.split('\n').enumerate() {
         if line.trim_ascii().is_empty() {
             continue;
         }
         let at = first_line + i as u64;
         let text = field_of(line, field).map_err(|message| RecordError::Line(at, message))?;
+        n_bytes += text.len() as u64;
         counter
             .add_document(&text, config, stop)
             .map_err(RecordError::Count)?;
     }
-    Ok(())
+    Ok(n_bytes)
 }
 
 /// Why a record could not be counted: a bad line (its number, what is wrong), or counting failed.

@@ -279,14 +279,16 @@ pub(super) fn count_chunk(
         return counter.add_document(text, job.config, stop);
     };
     let found = count_lines(counter, text, chunk.first_line, (job.config, field), stop);
-    found.map_err(|e| match e {
+    let n_bytes = found.map_err(|e| match e {
         RecordError::Line(line, message) => CountError::Record {
             path: job.path.to_owned(),
             line,
             message,
         },
         RecordError::Count(e) => e,
-    })
+    })?;
+    job.record_bytes.fetch_add(n_bytes, Ordering::Relaxed);
+    Ok(())
 }
 
 /// A worker: counts chunks from the channel until it closes. After a failure (its own or
