@@ -79,8 +79,8 @@ def _named(name: str) -> ModelData:
         import tiktoken
     except ImportError:
         raise ImportError(
-            f"the {name} tokenizer is read through tiktoken: pip install tiktoken (or give a "
-            f"folder or file of the tokenizer)"
+            f"the {name} tokenizer is read through tiktoken: pip install tiktoken (it comes with "
+            f"'bytepair[inspect]'), or give a folder or file of the tokenizer"
         ) from None
     try:
         enc = tiktoken.get_encoding(encoding)
