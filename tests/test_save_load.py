@@ -420,7 +420,7 @@ def test_model_bad_fields_name_the_line(trained, tmp_path: Path) -> None:
 
 def test_model_special_ids_mismatch(trained, tmp_path: Path) -> None:
     lines = _model_lines(trained, tmp_path)
-    special_line = 4  # "id text" of the first special token
+    special_line = 5  # "id text" of the first special token
     _, text = lines[special_line].split(" ", 1)
     lines[special_line] = f"5 {text}"
     with pytest.raises(ValueError, match="special tokens' ids"):
@@ -548,7 +548,7 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_model_records_the_unicode_version(tmp_path: Path, fresh_warnings) -> None:
     lines = _model_lines(_tiny(), tmp_path)
-    assert lines[:2] == ["#bytepair-model v3", f"unicode {bytepair.UNICODE_VERSION}"]
+    assert lines[:2] == ["#bytepair-model v4", f"unicode {bytepair.UNICODE_VERSION}"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert bytepair.load(tmp_path / "good").unicode_version == bytepair.UNICODE_VERSION
@@ -569,7 +569,9 @@ def test_other_unicode_version_warns_once_per_version(tmp_path: Path, fresh_warn
 
 
 def _without_roles(lines: list[str]) -> list[str]:
-    """A v3 file's lines less its `roles` section and `model_max_length` line (as v1 and v2)."""
+    """A v4 file's lines less its `options` line, `roles` section and `model_max_length` line
+    (as v1 and v2)."""
+    lines = [line for line in lines if not line.startswith("options ")]
     at = next(n for n, line in enumerate(lines) if line.startswith("roles "))
     n_roles = int(lines[at].split()[1])
     assert lines[at + n_roles + 1].startswith("model_max_length ")
@@ -581,7 +583,7 @@ def test_v2_model_without_roles_gets_the_default_roles(tmp_path: Path) -> None:
     tok.special_token_roles = {"pad_token": "<|pad|>"}
     tok.model_max_length = 512
     lines = _model_lines(tok, tmp_path)
-    assert lines[0] == "#bytepair-model v3"
+    assert lines[0] == "#bytepair-model v4"
     assert "roles 1" in lines and 'pad_token "<|pad|>"' in lines
     assert "model_max_length 512" in lines
     v2 = ["#bytepair-model v2", *_without_roles(lines)[1:]]
@@ -594,16 +596,16 @@ def test_v2_model_without_roles_gets_the_default_roles(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "error"),
     [
-        ('eos_token "<|nope|>"', r"line 7: the eos_token '<\|nope\|>' is not one of the special"),
-        ('cls_token "<|endoftext|>"', r"line 7: expected a role, one of \['bos_token'"),
-        ("eos_token 7", r"line 7: the role's token must be a JSON string"),
+        ('eos_token "<|nope|>"', r"line 8: the eos_token '<\|nope\|>' is not one of the special"),
+        ('cls_token "<|endoftext|>"', r"line 8: expected a role, one of \['bos_token'"),
+        ("eos_token 7", r"line 8: the role's token must be a JSON string"),
     ],
 )
 def test_model_bad_role_line(tmp_path: Path, line: str, error: str) -> None:
     lines = _model_lines(_tiny(), tmp_path)
-    assert lines[5:7] == ["roles 1", 'eos_token "<|endoftext|>"']
+    assert lines[6:8] == ["roles 1", 'eos_token "<|endoftext|>"']
     with pytest.raises(ValueError, match=error):
-        _load_lines(tmp_path, [*lines[:6], line, *lines[7:]])
+        _load_lines(tmp_path, [*lines[:7], line, *lines[8:]])
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "1e3", ""])

@@ -11,12 +11,16 @@
 mod batch;
 mod cache;
 mod encoder;
+mod exact;
 mod flat;
+mod heap;
 mod merge;
 mod pair_table;
 mod parts;
 mod pieces;
 mod pool;
+mod ranks;
+mod rule;
 mod text;
 
 use crate::pretokenize::PretokenizeError;
@@ -26,6 +30,7 @@ pub use batch::{BatchIds, BatchTexts, RunPiece};
 pub use encoder::{Encoder, SpecialSet};
 pub use flat::{fill, first_wide, first_wide_in, text_offsets};
 pub use pieces::block_text;
+pub use rule::{canonical_merges, Ranks, Rule};
 // Training replays earlier merges on its words with the encoder's BPE (`train/words.rs`).
 pub(crate) use merge::merge_bytes;
 pub(crate) use pair_table::PairTable;

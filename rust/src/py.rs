@@ -44,6 +44,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize::pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::pretokenizer_kind, m)?)?;
     m.add_function(wrap_pyfunction!(encode::encode_block, m)?)?;
+    m.add_function(wrap_pyfunction!(encode::canonical_merges, m)?)?;
     m.add_function(wrap_pyfunction!(counts_file::counts_file_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(counts_file::sum_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(counts_file::table_of_blobs, m)?)?;

@@ -83,6 +83,13 @@ def check_merges(merges: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, byt
     return out
 
 
+def check_flag(name: str, value: object) -> bool:
+    """A True/False option."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def check_num_threads(num_threads: int | None) -> int:
     """A positive thread count; None means every core this process may use."""
     if num_threads is None:

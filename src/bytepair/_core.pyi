@@ -38,7 +38,11 @@ class Encoder:
         merges: list[tuple[bytes, bytes]],
         special_tokens: list[tuple[str, int]],
         pattern: str,
+        *,
+        ranks: bool = False,
+        whole: bool = False,
     ) -> None: ...
+    def _n_whole(self) -> int: ...
     def encode(
         self,
         text: str,
@@ -115,6 +119,9 @@ def find_cuts(
 ) -> list[int | None]: ...
 def pretokenize(text: str, *, special_tokens: list[str], pattern: str) -> list[str]: ...
 def pretokenizer_kind(pattern: str) -> Literal["gpt2", "cl100k", "o200k", "regex"]: ...
+def canonical_merges(
+    ranks: list[tuple[bytes, int]],
+) -> tuple[list[list[bytes]], list[int]]: ...
 def encode_block(
     encoder: Encoder,
     data: bytes,

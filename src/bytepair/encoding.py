@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ._checks import (
+    check_flag,
     check_ids,
     check_merges,
     check_num_threads,
@@ -50,7 +51,11 @@ class Tokenizer(Encoder):
     `allowed_special=set(), disallowed_special="all"`: text holding one then raises ValueError.
     `special_token_roles` (e.g. `{"eos_token": "<|endoftext|>"}`, the default when that token is
     present) and `model_max_length` (None: unknown) are what transformers reads of
-    `tokenizer_config.json`; they do not change encoding.
+    `tokenizer_config.json`; they do not change encoding. `ranks=True` encodes by tiktoken's rule
+    for rank files (docs/spec.md §2.2): ids are ranks, any two adjacent tokens whose bytes are a
+    token merge, lowest rank first, and a pretoken that is a token is taken whole; `merges` are
+    then only kept for formats. `ignore_merges=True` takes a pretoken that is a token whole
+    before the merges (HF's flag).
 
     It is the Rust encoder's subclass: `encode` and `encode_ordinary` are the core's own
     methods, which hand any other call (options, a text to mend or refuse) to the general path
@@ -70,6 +75,8 @@ class Tokenizer(Encoder):
         pattern: str = "gpt2",
         special_token_roles: Mapping[str, str | None] | None = None,
         model_max_length: int | None = None,
+        ranks: bool = False,
+        ignore_merges: bool = False,
     ) -> None:
         specials = check_special_tokens(special_tokens)
         self._vocab = check_vocab(vocab)
@@ -92,9 +99,18 @@ class Tokenizer(Encoder):
         self.pattern = resolve_pattern(pattern)
         #: The Unicode version of the classes it was trained with (`load` sets the file's).
         self.unicode_version = UNICODE_VERSION
+        self._ranks = check_flag("ranks", ranks)
+        self._ignore_merges = check_flag("ignore_merges", ignore_merges)
         self._build(
-            list(self._vocab.items()), self._merges, list(self._special_ids.items()), self.pattern
+            list(self._vocab.items()),
+            self._merges,
+            list(self._special_ids.items()),
+            self.pattern,
+            ranks=self._ranks,
+            whole=self._ignore_merges,
         )
+        if self._ignore_merges and not self._ranks and not self._n_whole():
+            self._ignore_merges = False  # every token is what its merges make of it anyway
 
     @classmethod
     def from_files(
@@ -161,6 +177,16 @@ class Tokenizer(Encoder):
         self._model_max_length = check_max_length(value)
 
     @property
+    def ranks(self) -> bool:
+        """Whether it encodes by tiktoken's rule for rank files (see the class docstring)."""
+        return self._ranks
+
+    @property
+    def ignore_merges(self) -> bool:
+        """Whether a pretoken that is a token is taken whole before the merges (HF's flag)."""
+        return self._ignore_merges
+
+    @property
     def n_vocab(self) -> int:
         """One more than the largest id (tiktoken's meaning)."""
         return self._n_vocab
@@ -175,7 +201,11 @@ class Tokenizer(Encoder):
         """Pickles as its vocabulary, merges, special tokens and pattern (as tiktoken's
         `Encoding` does), so it can go to worker processes; the core is rebuilt there."""
         state = (self._vocab, self._merges, list(self._special_ids), self.pattern)
-        return (_rebuild, (*state, self.unicode_version, self._roles, self._model_max_length))
+        rule = {"ranks": self._ranks, "ignore_merges": self._ignore_merges}
+        return (
+            _rebuild,
+            (*state, self.unicode_version, self._roles, self._model_max_length, rule),
+        )
 
     def with_special_tokens(
         self,
@@ -221,6 +251,8 @@ class Tokenizer(Encoder):
             model_max_length=self._model_max_length
             if model_max_length is None
             else model_max_length,
+            ranks=self._ranks,
+            ignore_merges=self._ignore_merges,
         )
         tok.unicode_version = self.unicode_version
         return tok
@@ -485,6 +517,8 @@ def model_data(tok: Tokenizer) -> ModelData:
         tok.unicode_version,
         roles=tok.special_token_roles,
         model_max_length=tok.model_max_length,
+        ranks=tok.ranks,
+        ignore_merges=tok.ignore_merges,
     )
 
 
@@ -536,9 +570,10 @@ def _rebuild(
     unicode_version: str,
     roles: dict[str, str] | None = None,
     model_max_length: int | None = None,
+    rule: dict[str, bool] | None = None,
 ) -> Tokenizer:
-    """The Tokenizer of a pickle; roles and maximum length have defaults because pickles made
-    before they existed lack them."""
+    """The Tokenizer of a pickle; roles, maximum length and rule have defaults because pickles
+    made before they existed lack them."""
     tok = Tokenizer(
         vocab,
         merges,
@@ -546,6 +581,7 @@ def _rebuild(
         pattern=pattern,
         special_token_roles=roles,
         model_max_length=model_max_length,
+        **(rule or {}),
     )
     tok.unicode_version = unicode_version
     return tok

@@ -61,6 +61,8 @@ def load(
             pattern=data.pattern,
             special_token_roles=data.roles,
             model_max_length=data.model_max_length,
+            ranks=data.ranks,
+            ignore_merges=data.ignore_merges,
         )
     except (TypeError, ValueError) as e:  # the parts parse but do not make a tokenizer
         raise ValueError(f"{file}: {e}") from None

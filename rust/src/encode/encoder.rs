@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use super::cache::{self, Cache};
 use super::pair_table::PairTable;
 use super::parts::{Joins, Phases};
+use super::rule::{merges_grow, splits_by_id, whole_tokens, Ranks, Rule};
 use super::{EncodeError, CHECK_EVERY};
 use crate::pretokenize::{Pretokenizer, Specials};
 use crate::types::{FastMap, Pair, TokenId};
@@ -32,6 +33,9 @@ pub struct Encoder {
     pub(super) joins: Joins,
     /// The merges before the first that joins words, for long pretokens (superword tokenizers).
     pub(super) phases: Option<Phases>,
+    /// Tokens a pretoken equal to one is taken whole as, where BPE would make other ids
+    /// (`Rule::whole`; empty otherwise).
+    pub(crate) whole: FastMap<Box<[u8]>, TokenId>,
     /// Bytes of each id (None where an id is unused).
     pub(super) decoder: Vec<Option<Box<[u8]>>>,
     /// Warm caches kept between calls (`encode_iterable` and batched callers make many): a call
@@ -58,28 +62,55 @@ impl Encoder {
         specials: Vec<(String, TokenId)>,
         pattern: &str,
     ) -> Result<Self, EncodeError> {
+        Self::with_rule(vocab, merges, specials, pattern, Rule::default())
+    }
+
+    /// `new`, BPE following `rule` (with `Ranks::ById`, `merges` are left out: every split of
+    /// every token is one, ranked by its id).
+    pub fn with_rule(
+        vocab: Vec<(TokenId, Vec<u8>)>,
+        merges: Vec<(Vec<u8>, Vec<u8>)>,
+        specials: Vec<(String, TokenId)>,
+        pattern: &str,
+        rule: Rule,
+    ) -> Result<Self, EncodeError> {
         let max_id = max_id_of(&vocab, &specials)?;
         let (decoder, id_of) = tables_of(vocab, &specials, max_id)?;
         let mut byte_ids = [0; 256];
         for b in 0..=255u8 {
             byte_ids[b as usize] = *id_of.get(&vec![b]).ok_or(EncodeError::MissingByte(b))?;
         }
+        let special_ids: Vec<TokenId> = specials.iter().map(|(_, id)| *id).collect();
+        let merges = match rule.ranks {
+            Ranks::Listed => merges,
+            Ranks::ById => splits_by_id(&id_of, &special_ids),
+        };
         let pairs = merge_ids(&merges, &id_of)?;
         let joins = Joins::new(merges.iter().map(|(a, b)| (a.as_slice(), b.as_slice())));
-        let phases = Phases::new(&merges, &pairs, &byte_ids);
+        // two phases need merges whose pairs rank above them, as trained ones do
+        let phases = match rule.ranks == Ranks::Listed && merges_grow(&pairs) {
+            true => Phases::new(&merges, &pairs, &byte_ids),
+            false => None,
+        };
         let texts: Vec<&str> = specials.iter().map(|(t, _)| t.as_str()).collect();
         let all_specials = SpecialSet {
             matcher: Specials::new(&texts)?,
             ids: specials.iter().map(|(_, id)| *id).collect(),
+        };
+        let pairs = PairTable::ranked(pairs.into_iter(), &byte_ids, rule.ranks);
+        let whole = match rule.whole {
+            true => whole_tokens(&id_of, &special_ids, &pairs, &byte_ids),
+            false => FastMap::default(),
         };
         Ok(Encoder {
             pretok: Pretokenizer::new(pattern)?,
             special_list: specials,
             all_specials,
             byte_ids,
-            pairs: PairTable::new(pairs.into_iter(), &byte_ids),
+            pairs,
             joins,
             phases,
+            whole,
             decoder,
             spare_caches: Mutex::new(Vec::new()),
             spare_ids: Mutex::new(Vec::new()),

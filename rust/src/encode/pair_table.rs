@@ -112,12 +112,32 @@ fn has(bits: &[u64], i: usize) -> bool {
 /// The key of an empty slot: ids are below 2^31 (`MAX_TOKEN_ID`), so no pair has it.
 const EMPTY: u64 = u64::MAX;
 
+/// What a merge's rank is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ranks {
+    /// Its place in the list: GPT-2's merges, CS336's training, HF's BPE.
+    Listed,
+    /// The id of the token it makes: tiktoken's rule, where ids are ranks and any two adjacent
+    /// tokens whose bytes make a token merge (the list then holds every such pair).
+    ById,
+}
+
 impl PairTable {
-    /// The table of `merges` as ((left, right), merged id) in rank order; a pair listed twice
-    /// keeps its first (lowest) rank. `byte_ids`: the id of each single byte.
+    /// The table of `merges` as ((left, right), merged id) in rank order (`ranks`: by place or
+    /// by merged id; with `ById`, ordered by id); a pair listed twice keeps its first (lowest)
+    /// rank. `byte_ids`: the id of each single byte.
     pub fn new(
         merges: impl ExactSizeIterator<Item = ((TokenId, TokenId), TokenId)>,
         byte_ids: &[TokenId; 256],
+    ) -> Self {
+        Self::ranked(merges, byte_ids, Ranks::Listed)
+    }
+
+    /// `new`, with merges ranked as `ranks` says.
+    pub fn ranked(
+        merges: impl ExactSizeIterator<Item = ((TokenId, TokenId), TokenId)>,
+        byte_ids: &[TokenId; 256],
+        ranks_by: Ranks,
     ) -> Self {
         let may = MayMerge::new(merges.len());
         let bits = (merges.len() * 5 / 4 + 1)
@@ -135,10 +155,15 @@ impl PairTable {
         };
         let mut largest_id = byte_ids.iter().copied().max().unwrap_or(0) as usize;
         let (mut ranks, mut ids_grow, mut last_id) = (0, true, None);
-        for (rank, ((a, b), id)) in merges.enumerate() {
+        for (place, ((a, b), id)) in merges.enumerate() {
+            let rank = match ranks_by {
+                Ranks::Listed => place,
+                Ranks::ById => id as usize,
+            };
             largest_id = largest_id.max(a.max(b).max(id) as usize);
-            ids_grow &= last_id < Some(id);
-            (ranks, last_id) = (rank + 1, Some(id));
+            // the id stands for the rank (a mid table) if ids grow with it; by id they do
+            ids_grow &= last_id < Some(id) || ranks_by == Ranks::ById;
+            (ranks, last_id) = (ranks.max(rank + 1), Some(id));
             table.may.add(a, b);
             let key = (a as u64) << 32 | b as u64;
             let mut i = table.home(key);

@@ -139,6 +139,11 @@ impl Encoder {
         mut parts: Option<&mut RecentParts>,
         out: &mut Vec<TokenId>,
     ) {
+        if !self.whole.is_empty() {
+            if let Some(&id) = self.whole.get(word) {
+                return out.push(id);
+            }
+        }
         match (word, &self.phases) {
             (&[byte], _) => out.push(self.byte_ids[byte as usize]),
             (_, Some(phases)) if word.len() > PHASED => {

@@ -85,7 +85,10 @@ impl PyEncoder {
         }
     }
 
-    /// Builds the encoder's tables, once.
+    /// Builds the encoder's tables, once. `ranks`: tiktoken's rule, ids are ranks (`merges`
+    /// are then not used); `whole`: a pretoken that is a token is that token.
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern, *, ranks = false, whole = false))]
+    #[allow(clippy::too_many_arguments)]
     fn _build(
         &self,
         py: Python<'_>,
@@ -93,17 +96,33 @@ impl PyEncoder {
         merges: Vec<(Vec<u8>, Vec<u8>)>,
         special_tokens: Vec<(String, TokenId)>,
         pattern: &str,
+        ranks: bool,
+        whole: bool,
     ) -> PyResult<()> {
         if self.core.get().is_some() {
             return Err(PyRuntimeError::new_err("the tokenizer is already built"));
         }
+        let rule = encode::Rule {
+            ranks: if ranks {
+                encode::Ranks::ById
+            } else {
+                encode::Ranks::Listed
+            },
+            whole: whole || ranks,
+        };
         let inner = py
-            .detach(|| Encoder::new(vocab, merges, special_tokens, pattern))
+            .detach(|| Encoder::with_rule(vocab, merges, special_tokens, pattern, rule))
             .map_err(encode_err)?;
         let no_specials = inner.special_set(Some(&[])).map_err(encode_err)?;
         self.core
             .set(Core { inner, no_specials })
             .map_err(|_| PyRuntimeError::new_err("the tokenizer is already built"))
+    }
+
+    /// How many tokens a pretoken equal to one is taken whole as, where its merges would make
+    /// other ids (`whole` of `_build`): 0 means taking them whole changes nothing.
+    fn _n_whole(&self) -> PyResult<usize> {
+        Ok(self.inner()?.whole.len())
     }
 
     /// Ids of `text`. By default every special token of the tokenizer is matched (CS336);
@@ -451,6 +470,19 @@ impl BatchTexts for PyTexts {
                 .collect()
         })
     }
+}
+
+/// The merges HF's converter derives from tiktoken ranks ((bytes, rank) pairs), in rank order,
+/// and the ranks of the tokens no such merge makes (see `encode::canonical_merges`).
+#[pyfunction]
+pub(super) fn canonical_merges(
+    py: Python<'_>,
+    ranks: Vec<(Vec<u8>, TokenId)>,
+) -> (Vec<[Py<PyBytes>; 2]>, Vec<TokenId>) {
+    let (merges, unmade) = py.detach(|| encode::canonical_merges(&ranks));
+    let bytes = |b: &[u8]| PyBytes::new(py, b).unbind();
+    let merges = merges.iter().map(|(a, b)| [bytes(a), bytes(b)]).collect();
+    (merges, unmade)
 }
 
 /// Corpus encoding of one block of bytes that continues a stream from a safe cut: cuts it into

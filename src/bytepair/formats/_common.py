@@ -21,7 +21,9 @@ class ModelData:
     order given; `roles` maps transformers' role (`eos_token`, ...) → special token;
     `unicode_version` and `roles` are None when the format does not record them, and
     `model_max_length` when it is unknown. `loading.py` turns it into a `Tokenizer`, and
-    `encoding.model_data` a `Tokenizer` into it."""
+    `encoding.model_data` a `Tokenizer` into it. `ranks`: encoded by tiktoken's rule (ids are
+    ranks; `merges` then hold those HF's converter derives, for formats that need them);
+    `ignore_merges`: a pretoken that is a token is that token (HF's flag)."""
 
     vocab: dict[int, bytes]
     merges: list[tuple[bytes, bytes]]
@@ -30,6 +32,8 @@ class ModelData:
     unicode_version: str | None = None
     roles: dict[str, str] | None = None
     model_max_length: int | None = None
+    ranks: bool = False
+    ignore_merges: bool = False
 
     def plain_tokens(self) -> dict[int, bytes]:
         """Id → bytes of every token that is not a special token."""

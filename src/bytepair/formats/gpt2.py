@@ -146,7 +146,15 @@ def _check_tokens(
 
 
 def render(data: ModelData) -> dict[str, str]:
-    """File name → content."""
+    """File name → content; refuses what a merge list cannot say (tiktoken's rule, whole
+    tokens first)."""
+    if data.ranks or data.ignore_merges:
+        how = "by tiktoken's rule for ranks" if data.ranks else "with whole tokens first"
+        raise ValueError(
+            f"cannot save to vocab.json + merges.txt: the tokenizer encodes {how}, which a merge "
+            f"list cannot say (GPT-2's files hold no such option); leave this format out. "
+            f"Nothing was written."
+        )
     vocab_json = gpt2_vocab_json(data, "GPT-2 vocab.json")
     merges_txt = "".join(f"{encode_token(a)} {encode_token(b)}\n" for a, b in data.merges)
     return {"vocab.json": json.dumps(vocab_json), "merges.txt": "#version: 0.2\n" + merges_txt}

@@ -78,6 +78,7 @@ def render(data: ModelData) -> dict[str, str]:
         for t, i in data.special_tokens.items()
     ]
     plain = ModelData(data.plain_tokens(), data.merges)
+    merges = every_split(plain.vocab) if data.ranks else data.merges
     split = {
         "type": "Split",
         "pattern": {"Regex": hf_regex(data.pattern)},
@@ -112,12 +113,26 @@ def render(data: ModelData) -> dict[str, str]:
             "end_of_word_suffix": None,
             "fuse_unk": False,
             "byte_fallback": False,
-            "ignore_merges": False,
+            "ignore_merges": data.ranks or data.ignore_merges,
             "vocab": gpt2_vocab_json(plain, "tokenizer.json"),
-            "merges": [f"{encode_token(a)} {encode_token(b)}" for a, b in data.merges],
+            "merges": [f"{encode_token(a)} {encode_token(b)}" for a, b in merges],
         },
     }
     return {FILE: json.dumps(doc, ensure_ascii=False, indent=2) + "\n", **hf_config.render(data)}
+
+
+def every_split(vocab: dict[int, bytes]) -> list[tuple[bytes, bytes]]:
+    """Every way to make a token of two tokens, by the token's id, then the left part's: a rank
+    file's tiktoken rule as an HF merge list (Meta's Llama 3 `tokenizer.json` holds the same,
+    with `ignore_merges`)."""
+    id_of = {b: i for i, b in vocab.items()}
+    splits = [
+        (i, id_of[t[:k]], t[:k], t[k:])
+        for i, t in vocab.items()
+        for k in range(1, len(t))
+        if t[:k] in id_of and t[k:] in id_of
+    ]
+    return [(a, b) for _, _, a, b in sorted(splits)]
 
 
 class _Doc:
@@ -158,7 +173,18 @@ def read(path: Path) -> ModelData:
     specials = _added_tokens(f, doc.get("added_tokens") or [])
     vocab, merges = _model(f, doc["model"], specials)
     roles, max_length = hf_config.read(path.parent, specials) if path.name == FILE else (None, None)
-    return ModelData(vocab, merges, specials, pattern, roles=roles, model_max_length=max_length)
+    ignore = doc["model"].get("ignore_merges", False)
+    if not isinstance(ignore, bool):
+        raise f.error(f"model option ignore_merges must be true or false, got {ignore!r}")
+    return ModelData(
+        vocab,
+        merges,
+        specials,
+        pattern,
+        roles=roles,
+        model_max_length=max_length,
+        ignore_merges=ignore,
+    )
 
 
 def _pattern(f: _Doc, pre: object) -> str:
@@ -245,8 +271,6 @@ def _model(
     for text, token_id in specials.items():
         vocab.setdefault(token_id, utf8(text, f.path))
     merges = [_merge(f, m, n) for n, m in enumerate(_list(f, model.get("merges")))]
-    if model.get("ignore_merges"):
-        _check_ignore_merges(f, vocab, merges, set(specials.values()))
     return vocab, merges
 
 
@@ -267,29 +291,3 @@ def _merge(f: _Doc, merge: object, n: int) -> tuple[bytes, bytes]:
         return decode_token(parts[0], ""), decode_token(parts[1], "")
     except ValueError:
         raise f.error(f"merge {n} {merge!r} is not in GPT-2 byte characters", merge) from None
-
-
-def _check_ignore_merges(
-    f: _Doc, vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_ids: set[int]
-) -> None:
-    """`ignore_merges` (Llama-3) takes a pretoken that is a whole token as is; bytepair always
-    applies the merges. Equal when the merges of every token's bytes make that token."""
-    rank = {pair: r for r, pair in reversed(list(enumerate(merges)))}
-    for i, token in vocab.items():
-        if i in special_ids or len(token) < 2:
-            continue
-        parts = [token[k : k + 1] for k in range(len(token))]
-        while len(parts) > 1:
-            best = min(
-                range(len(parts) - 1), key=lambda k: rank.get((parts[k], parts[k + 1]), len(merges))
-            )
-            if (parts[best], parts[best + 1]) not in rank:
-                break
-            parts[best : best + 2] = [parts[best] + parts[best + 1]]
-        if parts != [token]:
-            raise f.error(
-                f"model option ignore_merges=true: token {encode_token(token)!r} (id {i}) is "
-                f"not what the merges make of its bytes, so HF and bytepair would encode it "
-                f"differently",
-                encode_token(token),
-            )

@@ -21,7 +21,10 @@ NAME = "bytepair"
 MODEL_FILE = "bytepair.model"
 FILES = (MODEL_FILE,)
 OPTIONS: tuple[str, ...] = ()
-MODEL_HEADER = "#bytepair-model v3"
+MODEL_HEADER = "#bytepair-model v4"
+#: Files without the `options` line (how text becomes ids beyond pattern and merges): they load
+#: with the defaults.
+MODEL_HEADER_V3 = "#bytepair-model v3"
 #: Files without the `roles` and `model_max_length` sections: they load with the default roles.
 MODEL_HEADER_V2 = "#bytepair-model v2"
 #: Files without a `unicode` line either, written before the Unicode version was pinned.
@@ -43,6 +46,7 @@ def render(data: ModelData) -> dict[str, str]:
         MODEL_HEADER,
         f"unicode {data.unicode_version}",
         f"pattern {json.dumps(data.pattern)}",
+        f"options {json.dumps(options_of(data), sort_keys=True)}",
         f"specials {len(data.special_tokens)}",
     ]
     lines += [f"{i} {json.dumps(t)}" for t, i in data.special_tokens.items()]
@@ -115,6 +119,27 @@ class _Lines:
         return value
 
 
+def options_of(data: ModelData) -> dict[str, object]:
+    """The `options` line: how text becomes ids beyond the pattern and the merges."""
+    return {"ranks": data.ranks, "ignore_merges": data.ignore_merges}
+
+
+def _options(lines: _Lines) -> dict[str, bool]:
+    """The `options` line, checked: known keys, each True or False."""
+    text = lines.section("options")[1]
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        value = None
+    defaults = {"ranks": False, "ignore_merges": False}
+    if not isinstance(value, dict) or set(value) - set(defaults):
+        raise lines.error(f"expected 'options' and a JSON object with keys {list(defaults)}")
+    for key, flag in value.items():
+        if not isinstance(flag, bool):
+            raise lines.error(f"option {key!r} must be true or false, got {flag!r}")
+    return defaults | value
+
+
 def _is_number(text: str) -> bool:
     """ASCII digits only (`str.isdigit` also takes '²', which `int` refuses), at most 18."""
     return text.isascii() and text.isdigit() and len(text) <= 18
@@ -122,10 +147,11 @@ def _is_number(text: str) -> bool:
 
 def read(path: Path) -> ModelData:
     """Parses a model file; a v1 file, which has no `unicode` line, gets the Unicode version
-    it was trained with (`_v1_unicode`); v1 and v2 files have no roles (None: the default)."""
+    it was trained with (`_v1_unicode`); v1 and v2 files have no roles (None: the default),
+    v1 to v3 no options (the defaults)."""
     lines = _Lines(path)
     header = lines.next()
-    if header not in (MODEL_HEADER, MODEL_HEADER_V2, MODEL_HEADER_V1):
+    if header not in (MODEL_HEADER, MODEL_HEADER_V3, MODEL_HEADER_V2, MODEL_HEADER_V1):
         raise lines.error(f"not a bytepair model file (expected {MODEL_HEADER!r})")
     unicode = None
     if header != MODEL_HEADER_V1:
@@ -133,6 +159,7 @@ def read(path: Path) -> ModelData:
         if not re.fullmatch(r"\d+\.\d+\.\d+", unicode):
             raise lines.error(f"expected 'unicode <version>' like 16.0.0, got {unicode!r}")
     pattern = lines.json_str(lines.section("pattern")[1], "pattern")
+    options = _options(lines) if header == MODEL_HEADER else {}
     specials: dict[str, int] = {}
     for _ in range(lines.count("specials")):
         i, text = lines.pair()
@@ -140,7 +167,8 @@ def read(path: Path) -> ModelData:
         if token in specials:
             raise lines.error(f"special token {token!r} is listed twice")
         specials[token] = lines.integer(i)
-    roles, max_length = _roles(lines, specials) if header == MODEL_HEADER else (None, None)
+    new = header in (MODEL_HEADER, MODEL_HEADER_V3)
+    roles, max_length = _roles(lines, specials) if new else (None, None)
     vocab: dict[int, bytes] = {}
     for _ in range(lines.count("vocab")):
         i, b = lines.pair()
@@ -162,6 +190,7 @@ def read(path: Path) -> ModelData:
         unicode or _v1_unicode(pattern),
         roles=roles,
         model_max_length=max_length,
+        **options,
     )
 
 

@@ -2,7 +2,7 @@
 id; tiktoken merges the pair whose joined bytes rank lowest, so ids must follow merge order.
 Pattern and special tokens go in a JSON sidecar, `NAME.tiktoken.json`, with `tiktoken.Encoding`'s
 keys (`name`, `pat_str`, `special_tokens`). Reading recovers the merges from the ranks as HF's
-converter does: a token's merge is the last step of tiktoken's BPE on its own bytes.
+converter does (`from_ranks`), in the core.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import warnings
 from pathlib import Path
 
+from .._core import canonical_merges
 from .._spans import spans_words
 from ..patterns import PRESETS
 from ._common import ModelData, check_id, read_json, read_text, utf8
@@ -116,11 +116,17 @@ def from_ranks(
     specials_where: object = None,
 ) -> ModelData:
     """The model of tiktoken's ranks (token bytes → rank = id) and special tokens, as a
-    `.tiktoken` file or a `tiktoken.Encoding` holds them; `where` names the source in messages."""
+    `.tiktoken` file or a `tiktoken.Encoding` holds them; `where` names the source in messages.
+    The merges are those HF's converter derives (tiktoken's BPE of each token's bytes with lower
+    ranks only ends in two tokens). Where every token has one, they encode as tiktoken does
+    (OpenAI's files); where some have none (Llama 3's 678 tokens), the model keeps tiktoken's
+    rule (`ranks`), which bytepair's encoder follows exactly."""
     vocab = {r: b for b, r in ranks.items()}
     for token, i in specials.items():
         vocab.setdefault(i, utf8(token, specials_where or where))
-    return ModelData(vocab, _merges_of(ranks, where), specials, pattern)
+    merges, unmade = canonical_merges(list(ranks.items()))
+    pairs = [(a, b) for a, b in merges]
+    return ModelData(vocab, pairs, specials, pattern, ranks=bool(unmade))
 
 
 def _read_ranks(path: Path) -> dict[bytes, int]:
@@ -173,42 +179,3 @@ def _given_specials(
     if isinstance(special_tokens, dict):
         return {t: check_id(i, path, f"special token {t!r}") for t, i in special_tokens.items()}
     return {t: next_id + n for n, t in enumerate(special_tokens)}
-
-
-def _merges_of(ranks: dict[bytes, int], path: object) -> list[tuple[bytes, bytes]]:
-    """Each multi-byte token's merge: tiktoken's BPE on its bytes with lower ranks only ends in
-    two parts. A token it cannot reach (tiktoken still emits it for a whole pretoken) gets no
-    merge: bytepair cannot make it, which is said in a warning."""
-    merges: list[tuple[int, bytes, bytes]] = []
-    unreachable: list[bytes] = []
-    for token, rank in ranks.items():
-        if len(token) < 2:
-            continue
-        parts = _bpe(ranks, token, rank)
-        if len(parts) == 2:
-            merges.append((rank, parts[0], parts[1]))
-        else:
-            unreachable.append(token)
-    if unreachable:
-        warnings.warn(
-            f"{path}: {len(unreachable)} token(s), e.g. {unreachable[0]!r}, are not made by "
-            f"merging lower-ranked tokens; bytepair never produces them (tiktoken does, for a "
-            f"pretoken equal to one), so ids can differ on such text",
-            stacklevel=4,
-        )
-    merges.sort()
-    return [(a, b) for _, a, b in merges]
-
-
-def _bpe(ranks: dict[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
-    parts = [token[i : i + 1] for i in range(len(token))]
-    while len(parts) > 1:
-        best, best_rank = -1, max_rank
-        for i in range(len(parts) - 1):
-            r = ranks.get(parts[i] + parts[i + 1], max_rank)
-            if r < best_rank:
-                best, best_rank = i, r
-        if best < 0:
-            break
-        parts[best : best + 2] = [parts[best] + parts[best + 1]]
-    return parts
