@@ -188,11 +188,11 @@ def _jsonl_blocks(
 
 
 def text_bytes(texts: list[str]) -> int:
-    """The UTF-8 bytes of `texts` (a lone surrogate counts 3, as U+FFFD, which the encoder makes
+    r"""The UTF-8 bytes of `texts` (a lone surrogate counts 3, as U+FFFD, which the encoder makes
     of it); an ASCII text's are its length, with no copy.
 
     >>> text_bytes(["ab", "é", "\ud800"])
-    8
+    7
     """
     return sum(len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass")) for t in texts)
 
