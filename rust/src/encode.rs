@@ -63,6 +63,9 @@ pub enum EncodeError {
     /// An id is not in the vocabulary.
     #[error("{0}")]
     UnknownId(TokenId),
+    /// The options of special tokens are not one per token.
+    #[error("{0} sets of added-token options for {1} special tokens")]
+    AddedOptions(usize, usize),
     /// Pretokenization failed.
     #[error(transparent)]
     Pretokenize(#[from] PretokenizeError),

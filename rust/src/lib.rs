@@ -12,6 +12,7 @@ pub mod counts_file;
 pub mod cuts;
 pub mod encode;
 pub(crate) mod mem;
+pub mod normalize;
 pub mod pretokenize;
 #[rustfmt::skip]
 mod tables;

@@ -1,6 +1,7 @@
 //! Pretokenization, shared by training and encoding: split text on special tokens, then into
-//! pretokens with the GPT-2 pattern (a hand-written scanner) or with any other pattern (fancy-regex).
-//! Also decides where a stream of text may be cut without changing the result (`safe_cut`).
+//! pretokens with a preset's hand-written scanner, with any other pattern compiled into one
+//! automaton over its character classes, or, for what that cannot run, with fancy-regex. Also
+//! decides where a stream of text may be cut without changing the result (`safe_cut`).
 //!
 //! Why hand-written scanners: the GPT-2 pattern has a lookahead (`\s+(?!\S)`), which the
 //! `regex` crate cannot run, and fancy-regex runs it at ~5-20 MB/s. The GPT-2 scanner
@@ -8,10 +9,14 @@
 //! from regex-syntax (`tables.rs`), the source of fancy-regex's classes, so it matches
 //! fancy-regex and tiktoken exactly (`unicode.rs` checks every code point;
 //! tests/test_unicode.py lists where the Python `regex` package differs); `gpt4.rs` and
-//! `o200k.rs` do the same for cl100k and o200k. Special tokens and safe cuts are
-//! `specials.rs`'s; the SIMD fast paths for ASCII `ascii.rs`, `gpt4_ascii.rs` and `block.rs`.
+//! `o200k.rs` do the same for cl100k and o200k. Other patterns (Llama 3's, Qwen's, Mistral's,
+//! ...) are compiled (`compiled.rs`: the same classes, fancy-regex's own parse, exact by
+//! construction and held to fancy-regex by tests), and HF pre-tokenizer sequences of splits
+//! are `sequence.rs`'s. Special tokens and safe cuts are `specials.rs`'s; the SIMD fast paths
+//! for ASCII `ascii.rs`, `gpt4_ascii.rs` and `block.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use gpt2::gpt2_token_end;
 use gpt4::CL100K_PATTERN;
@@ -19,16 +24,20 @@ use o200k::O200K_PATTERN;
 
 mod ascii;
 mod block;
+pub mod compiled;
 mod gpt2;
 pub mod gpt4;
 mod gpt4_ascii;
 mod gpt4_masks;
 pub mod o200k;
+mod sequence;
 mod specials;
 mod superword;
 
+pub use compiled::{Compiled, Refusal};
 pub(crate) use gpt2::{class_at, class_of, decode_at, SPACE};
-pub use specials::{Piece, Specials};
+pub use sequence::{Behavior, Nested, Split};
+pub use specials::{Added, Piece, Specials};
 pub use superword::{SUPERWORD_GPT2_PATTERN, SUPERWORD_GPT4_PATTERN};
 
 /// The GPT-2 pretokenization pattern; a pattern equal to it runs on the hand-written scanner.
@@ -69,12 +78,26 @@ pub enum Pretokenizer {
     /// GPT-2's pattern and after GPT-4's.
     SuperwordGpt2,
     SuperwordGpt4,
-    /// Any other pattern, run by fancy-regex.
-    Regex(Box<fancy_regex::Regex>),
+    /// Any other pattern, or a sequence of splits (`Custom`).
+    Regex(Custom),
+}
+
+/// A pattern that is not a preset, or a sequence of splits.
+#[derive(Clone)]
+pub enum Custom {
+    /// Compiled into one scan over its character classes (`compiled.rs`).
+    Compiled(Arc<Compiled>),
+    /// Run by fancy-regex: what the compiler refuses (`Refusal`).
+    Engine(Arc<fancy_regex::Regex>),
+    /// Splits that keep every piece, compiled into one scan (`sequence.rs`).
+    Sequence(Arc<Compiled>),
+    /// Any other sequence of splits, run step by step.
+    Nested(Arc<Nested>),
 }
 
 impl Pretokenizer {
-    /// The scanner for the GPT-2 pattern, fancy-regex for any other.
+    /// The scanner for a preset's pattern, the compiled scan for any other pattern the compiler
+    /// takes, else fancy-regex.
     pub fn new(pattern: &str) -> Result<Self, PretokenizeError> {
         if pattern == GPT2_PATTERN {
             return Ok(Self::Gpt2);
@@ -91,17 +114,64 @@ impl Pretokenizer {
         if pattern == SUPERWORD_GPT4_PATTERN {
             return Ok(Self::SuperwordGpt4);
         }
+        match Compiled::new(pattern) {
+            Ok(c) => Ok(Self::Regex(Custom::Compiled(Arc::new(c)))),
+            Err(_) => Self::regex(pattern),
+        }
+    }
+
+    /// `pattern` on fancy-regex, whatever it is: the engine every other path is held to.
+    pub fn regex(pattern: &str) -> Result<Self, PretokenizeError> {
         // Bounded compiled size: fancy-regex otherwise compiles some patterns (a lookbehind
         // over a large repetition) by asking for gigabytes, and a failed allocation aborts.
         fancy_regex::RegexBuilder::new(pattern)
             .delegate_size_limit(REGEX_SIZE_LIMIT)
             .delegate_dfa_size_limit(REGEX_SIZE_LIMIT)
             .build()
-            .map(|re| Self::Regex(Box::new(re)))
+            .map(|re| Self::Regex(Custom::Engine(Arc::new(re))))
             .map_err(|e| PretokenizeError::BadPattern {
                 pattern: pattern.to_owned(),
                 message: e.to_string(),
             })
+    }
+
+    /// Which path splits the text: a preset scanner's name ("gpt2", "cl100k", "o200k",
+    /// "gpt2-superword", "gpt4-superword"), "compiled", "regex" (fancy-regex), or "sequence"
+    /// (splits compiled into one scan) and "nested" (splits run step by step).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Gpt2 => "gpt2",
+            Self::Cl100k => "cl100k",
+            Self::O200k => "o200k",
+            Self::SuperwordGpt2 => "gpt2-superword",
+            Self::SuperwordGpt4 => "gpt4-superword",
+            Self::Regex(Custom::Compiled(_)) => "compiled",
+            Self::Regex(Custom::Engine(_)) => "regex",
+            Self::Regex(Custom::Sequence(_)) => "sequence",
+            Self::Regex(Custom::Nested(_)) => "nested",
+        }
+    }
+
+    /// Whether every character of every text is in some pretoken (nothing between matches is
+    /// dropped); false where that is not known.
+    fn is_total(&self) -> bool {
+        let preset = match self {
+            Self::Gpt2 => GPT2_PATTERN,
+            Self::Cl100k => CL100K_PATTERN,
+            Self::O200k => O200K_PATTERN,
+            Self::Regex(Custom::Compiled(c)) => return c.total(),
+            _ => return false,
+        };
+        Compiled::new(preset).is_ok_and(|c| c.total())
+    }
+
+    /// Whether `can_cut_before` allows any cut at all (a pattern on fancy-regex allows none).
+    pub fn cuts_anywhere(&self) -> bool {
+        match self {
+            Self::Regex(Custom::Compiled(c) | Custom::Sequence(c)) => c.cuts_anywhere(),
+            Self::Regex(_) => false,
+            _ => true,
+        }
     }
 
     /// Calls `f` on each non-empty pretoken of `text`, in order.
@@ -165,7 +235,9 @@ impl Pretokenizer {
                     i = end;
                 }
             }
-            Self::Regex(re) => {
+            Self::Regex(Custom::Compiled(c) | Custom::Sequence(c)) => c.for_each_span(text, f),
+            Self::Regex(Custom::Nested(n)) => n.for_each_span(text, stop, &mut f)?,
+            Self::Regex(Custom::Engine(re)) => {
                 for m in re.find_iter(text) {
                     if stop.load(Ordering::Relaxed) {
                         return Err(PretokenizeError::Stopped);
@@ -185,7 +257,9 @@ impl Pretokenizer {
 
     /// Whether a cut before byte `p` (a character boundary, 0 < p < len) of a segment is safe:
     /// the pretokens of the two sides are then those of the whole. cl100k and o200k: their
-    /// modules' `can_cut_before`; the superword patterns: after a newline. Other patterns: never.
+    /// modules' `can_cut_before`; the superword patterns: after a newline; compiled patterns
+    /// and sequences: by the classes on either side, as their table proves (`compiled/table.rs`);
+    /// patterns on fancy-regex and sequences run step by step: never.
     ///
     /// For the GPT-2 pattern, with `x` the character before `p` and `y` the one at `p`, the cut
     /// is safe when `x` is not whitespace and either `y` is whitespace or `y` is of another class
@@ -203,12 +277,15 @@ impl Pretokenizer {
     /// text from there. Nearly all text has such cuts every few characters, in every script:
     /// spaces, punctuation (`。`), digits, combining marks (class other) all make one.
     #[inline]
-    fn can_cut_before(&self, b: &[u8], p: usize) -> bool {
+    pub(crate) fn can_cut_before(&self, b: &[u8], p: usize) -> bool {
         match self {
             Self::Gpt2 => {}
             Self::Cl100k => return gpt4::can_cut_before(b, p),
             Self::O200k => return o200k::can_cut_before(b, p),
             Self::SuperwordGpt2 | Self::SuperwordGpt4 => return superword::can_cut_before(b, p),
+            Self::Regex(Custom::Compiled(c) | Custom::Sequence(c)) => {
+                return c.can_cut_before(b, p)
+            }
             Self::Regex(_) => return false,
         }
         let (y, _) = class_at(b, p);

@@ -10,7 +10,8 @@ use super::pair_table::PairTable;
 use super::parts::{Joins, Phases};
 use super::rule::{merges_grow, splits_by_id, whole_tokens, Ranks, Rule};
 use super::{EncodeError, CHECK_EVERY};
-use crate::pretokenize::{Pretokenizer, Specials};
+use crate::normalize::Normalization;
+use crate::pretokenize::{Added, Pretokenizer, Specials};
 use crate::types::{FastMap, Pair, TokenId};
 
 /// Caches kept between calls, at most, and their memory at most.
@@ -24,6 +25,8 @@ pub struct Encoder {
     pub(super) pretok: Pretokenizer,
     /// All special tokens, as (text, id).
     pub(super) special_list: Vec<(String, TokenId)>,
+    /// Their HF options, in the same order (empty: none has any).
+    pub(super) added: Vec<Added>,
     /// A matcher for all of them.
     pub(super) all_specials: SpecialSet,
     pub(super) byte_ids: [TokenId; 256],
@@ -36,6 +39,11 @@ pub struct Encoder {
     /// Tokens a pretoken equal to one is taken whole as, where BPE would make other ids
     /// (`Rule::whole`; empty otherwise).
     pub(crate) whole: FastMap<Box<[u8]>, TokenId>,
+    /// The normalization of the text between special tokens, if any.
+    pub(super) normalization: Option<Normalization>,
+    /// Whether every listed merge makes its token after the merges of its parts: GPT-2's rounds
+    /// and one pair at a time then merge alike.
+    pub merges_grow: bool,
     /// Bytes of each id (None where an id is unused).
     pub(super) decoder: Vec<Option<Box<[u8]>>>,
     /// Warm caches kept between calls (`encode_iterable` and batched callers make many): a call
@@ -47,10 +55,64 @@ pub struct Encoder {
     pub(super) pool: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
 }
 
+/// The special tokens `keep` keeps, as (text, id, options).
+fn chosen<'s>(
+    specials: &'s [(String, TokenId)],
+    added: &[Added],
+    keep: impl Fn(&str) -> bool,
+) -> Vec<(&'s str, TokenId, Added)> {
+    specials
+        .iter()
+        .enumerate()
+        .filter(|(_, (t, _))| keep(t))
+        .map(|(i, (t, id))| (t.as_str(), *id, added.get(i).copied().unwrap_or_default()))
+        .collect()
+}
+
 /// Special tokens that are matched in a call, with their ids.
 pub struct SpecialSet {
     pub(super) matcher: Specials,
     pub(super) ids: Vec<TokenId>,
+    /// HF's `normalized` added tokens, as the normalization writes them: matched in the
+    /// normalized text between the others (HF's second pass).
+    pub(super) later: Option<Box<SpecialSet>>,
+}
+
+impl SpecialSet {
+    /// The set of `chosen` tokens (text, id, options); those `normalized` go in `later`, their
+    /// text normalized by `form`.
+    fn of(
+        chosen: &[(&str, TokenId, Added)],
+        form: Option<Normalization>,
+    ) -> Result<Self, EncodeError> {
+        let (first, later): (Vec<_>, Vec<_>) = chosen.iter().partition(|(_, _, a)| !a.normalized);
+        let make = |list: &[(String, TokenId, Added)], checked: bool| {
+            let texts: Vec<&str> = list.iter().map(|(t, _, _)| t.as_str()).collect();
+            let options: Vec<Added> = list.iter().map(|(_, _, a)| *a).collect();
+            Ok::<_, EncodeError>(SpecialSet {
+                matcher: Specials::with_options(&texts, &options, checked)?,
+                ids: list.iter().map(|(_, id, _)| *id).collect(),
+                later: None,
+            })
+        };
+        let owned = |t: &str, normal: bool| match (form, normal) {
+            (Some(f), true) => f.apply(t).into_owned(),
+            _ => t.to_owned(),
+        };
+        let first: Vec<_> = first
+            .iter()
+            .map(|(t, id, a)| (owned(t, false), *id, *a))
+            .collect();
+        let mut set = make(&first, false)?;
+        if !later.is_empty() {
+            let later: Vec<_> = later
+                .iter()
+                .map(|(t, id, a)| (owned(t, true), *id, *a))
+                .collect();
+            set.later = Some(Box::new(make(&later, true)?));
+        }
+        Ok(set)
+    }
 }
 
 impl Encoder {
@@ -62,7 +124,8 @@ impl Encoder {
         specials: Vec<(String, TokenId)>,
         pattern: &str,
     ) -> Result<Self, EncodeError> {
-        Self::with_rule(vocab, merges, specials, pattern, Rule::default())
+        let pretok = Pretokenizer::new(pattern)?;
+        Self::with_rule(vocab, merges, specials, pretok, Rule::default())
     }
 
     /// `new`, BPE following `rule` (with `Ranks::ById`, `merges` are left out: every split of
@@ -71,7 +134,7 @@ impl Encoder {
         vocab: Vec<(TokenId, Vec<u8>)>,
         merges: Vec<(Vec<u8>, Vec<u8>)>,
         specials: Vec<(String, TokenId)>,
-        pattern: &str,
+        pretok: Pretokenizer,
         rule: Rule,
     ) -> Result<Self, EncodeError> {
         let max_id = max_id_of(&vocab, &specials)?;
@@ -88,29 +151,38 @@ impl Encoder {
         let pairs = merge_ids(&merges, &id_of)?;
         let joins = Joins::new(merges.iter().map(|(a, b)| (a.as_slice(), b.as_slice())));
         // two phases need merges whose pairs rank above them, as trained ones do
-        let phases = match rule.ranks == Ranks::Listed && merges_grow(&pairs) {
+        let grow = rule.ranks == Ranks::Listed && merges_grow(&pairs);
+        let phases = match grow {
             true => Phases::new(&merges, &pairs, &byte_ids),
             false => None,
         };
-        let texts: Vec<&str> = specials.iter().map(|(t, _)| t.as_str()).collect();
-        let all_specials = SpecialSet {
-            matcher: Specials::new(&texts)?,
-            ids: specials.iter().map(|(_, id)| *id).collect(),
+        let added = match rule.added.is_empty() {
+            true => Vec::new(),
+            false if rule.added.len() == specials.len() => rule.added.clone(),
+            false => return Err(EncodeError::AddedOptions(rule.added.len(), specials.len())),
         };
-        let pairs = PairTable::ranked(pairs.into_iter(), &byte_ids, rule.ranks);
+        let listed = chosen(&specials, &added, |_| true);
+        SpecialSet::of(&listed, rule.normalization)?; // the checks of every token's text
+        let matched = chosen(&specials, &added, |_| rule.match_specials);
+        let all_specials = SpecialSet::of(&matched, rule.normalization)?;
+        let mut pairs = PairTable::ranked(pairs.into_iter(), &byte_ids, rule.ranks);
+        pairs.one_at_a_time = rule.one_at_a_time || rule.ranks == Ranks::ById;
         let whole = match rule.whole {
             true => whole_tokens(&id_of, &special_ids, &pairs, &byte_ids),
             false => FastMap::default(),
         };
         Ok(Encoder {
-            pretok: Pretokenizer::new(pattern)?,
+            pretok,
             special_list: specials,
+            added,
             all_specials,
             byte_ids,
             pairs,
             joins,
             phases,
             whole,
+            merges_grow: grow,
+            normalization: rule.normalization,
             decoder,
             spare_caches: Mutex::new(Vec::new()),
             spare_ids: Mutex::new(Vec::new()),
@@ -127,16 +199,10 @@ impl Encoder {
         let Some(names) = allowed else {
             return Ok(None);
         };
-        let chosen: Vec<&(String, TokenId)> = self
-            .special_list
-            .iter()
-            .filter(|(t, _)| names.contains(t))
-            .collect();
-        let texts: Vec<&str> = chosen.iter().map(|(t, _)| t.as_str()).collect();
-        Ok(Some(SpecialSet {
-            matcher: Specials::new(&texts)?,
-            ids: chosen.iter().map(|(_, id)| *id).collect(),
-        }))
+        let chosen = chosen(&self.special_list, &self.added, |t| {
+            names.iter().any(|n| n == t)
+        });
+        Ok(Some(SpecialSet::of(&chosen, self.normalization)?))
     }
 
     pub(super) fn resolve<'s>(&'s self, set: &'s Option<SpecialSet>) -> &'s SpecialSet {
@@ -333,7 +399,7 @@ impl Encoder {
     ) -> Result<(Vec<TokenId>, usize), EncodeError> {
         let end = match last {
             true => Some(text.len()),
-            false => self.resolve(set).matcher.safe_cut(text, &self.pretok),
+            false => self.safe_cut(self.resolve(set), text),
         };
         match end {
             Some(p) => Ok((

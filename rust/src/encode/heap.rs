@@ -164,7 +164,7 @@ fn merge_heap_at<R: Rank, P: Pos>(
             }
         }
         for i in pending.drain(..) {
-            if queue(&mut heap, &tok, &next, i) < rank {
+            if queue(&mut heap, &tok, &next, i) < rank && pairs.one_at_a_time {
                 return false; // a pair below this round's rank: see `merge.rs`
             }
         }

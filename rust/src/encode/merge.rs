@@ -237,7 +237,7 @@ fn merge_n<const N: usize, R: Rank, const AVX2: bool>(
                 lower |= merge.0 < rank;
                 set(&mut order, &mut merged, before, merge);
             }
-            if lower {
+            if lower && pairs.one_at_a_time {
                 return false;
             }
         }

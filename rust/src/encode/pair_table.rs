@@ -41,6 +41,9 @@ pub struct PairTable {
     bytes: Vec<u32>,
     bytes_wide: Vec<Merge>,
     may: MayMerge,
+    /// Merge one pair at a time where a merge makes a pair of lower rank (`Rule::one_at_a_time`):
+    /// the loops then give up on such a word, and `exact.rs` merges it.
+    pub(super) one_at_a_time: bool,
 }
 
 /// Whether a pair may have a merge, without the table: a bit per token, set if it is the left
@@ -152,6 +155,7 @@ impl PairTable {
             bytes: Vec::new(),
             bytes_wide: Vec::new(),
             may,
+            one_at_a_time: false,
         };
         let mut largest_id = byte_ids.iter().copied().max().unwrap_or(0) as usize;
         let (mut ranks, mut ids_grow, mut last_id) = (0, true, None);

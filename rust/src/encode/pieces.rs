@@ -3,9 +3,14 @@
 //! block of corpus bytes as text and pieces (`block_text`, `block_pieces`). Encoding the pieces
 //! is the callers' (`encoder.rs`, `batch.rs`); where a cut is safe is `pretokenize`'s.
 
+use std::borrow::Cow;
 use std::str::Utf8Error;
 
 use super::{Encoder, SpecialSet};
+
+/// Bytes of text either side of a cut normalized to check it (`cut_keeps`): more than the
+/// pretokenizers' cut rules look at.
+const AROUND: usize = 256;
 
 /// The text of a block of corpus bytes that continues a stream from a safe cut: all of it; or,
 /// unless `last`, all but an unfinished character at its end (its bytes go in front of the next
@@ -27,6 +32,51 @@ pub fn block_text(data: &[u8], last: bool) -> Result<&str, Utf8Error> {
 }
 
 impl Encoder {
+    /// The last place `text` (a prefix of a longer text, from a safe cut) may be cut without
+    /// changing its ids: where special tokens, the pretokenizer and the normalization allow.
+    pub(super) fn safe_cut(&self, set: &SpecialSet, text: &str) -> Option<usize> {
+        if self.normalization.is_none() && set.later.is_none() {
+            return set.matcher.safe_cut(text, &self.pretok);
+        }
+        set.matcher
+            .safe_cut_where(text, |_, p| self.cut_keeps(set, text, p))
+    }
+
+    /// Whether cutting `text` (a prefix of a stream, from a safe cut) at `p` keeps the ids of a
+    /// tokenizer that normalizes, or matches special tokens in a second pass: the pretokenizer
+    /// and the second pass are asked on the text they see, normalized, around `p`. Normalizing
+    /// is local between the places `can_cut_before` finds, so the text between two of them,
+    /// normalized apart, is that of the whole.
+    fn cut_keeps(&self, set: &SpecialSet, text: &str, p: usize) -> bool {
+        let b = text.as_bytes();
+        let later = set.later.as_deref().map(|l| &l.matcher);
+        let clear = |t: &str, q: usize| later.is_none_or(|l| !l.touches(t, q));
+        let Some(form) = self.normalization else {
+            let room = later.map_or(0, |l| l.max_len());
+            return p + room < b.len() && self.pretok.can_cut_before(b, p) && clear(text, p);
+        };
+        if !form.can_cut_before(b, p) {
+            return false;
+        }
+        // NFC can shrink text to a third (Hangul jamo): room for the longest token after it
+        let reach = AROUND + 4 * later.map_or(0, |l| l.max_len());
+        let is_cut = |q: usize| text.is_char_boundary(q) && form.can_cut_before(b, q);
+        let start = (1..=p.saturating_sub(reach))
+            .rev()
+            .find(|&q| is_cut(q))
+            .unwrap_or(0);
+        let Some(end) = (p + reach..b.len()).find(|&q| is_cut(q)) else {
+            return false; // what follows may change the text near `p`
+        };
+        let (left, right) = (form.apply(&text[start..p]), form.apply(&text[p..end]));
+        if matches!((&left, &right), (Cow::Borrowed(_), Cow::Borrowed(_))) {
+            return self.pretok.can_cut_before(b, p) && clear(text, p);
+        }
+        let at = left.len();
+        let joined = left.into_owned() + &right;
+        self.pretok.can_cut_before(joined.as_bytes(), at) && clear(&joined, at)
+    }
+
     /// Where a piece of `text` that starts at the safe cut `pos` may end: the last safe cut
     /// within `window` bytes, or within a window twice as large if there is none, etc. The end
     /// of the text counts as a cut when `to_end`; else None when no cut follows `pos`.
@@ -49,7 +99,7 @@ impl Encoder {
             while !text.is_char_boundary(limit) {
                 limit -= 1;
             }
-            if let Some(p) = set.matcher.safe_cut(&text[pos..limit], &self.pretok) {
+            if let Some(p) = self.safe_cut(set, &text[pos..limit]) {
                 return Some(pos + p);
             }
             if limit == text.len() {

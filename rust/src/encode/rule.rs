@@ -5,6 +5,8 @@
 
 use super::merge::merge_bytes;
 use super::pair_table::PairTable;
+use crate::normalize::Normalization;
+use crate::pretokenize::Added;
 use crate::types::{FastMap, Pair, TokenId};
 
 pub use super::pair_table::Ranks;
@@ -13,12 +15,23 @@ pub use super::pair_table::Ranks;
 pub type BytePair = (Vec<u8>, Vec<u8>);
 
 /// How a tokenizer's pretokens become ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
     /// What a merge's rank is (with `ById`, the merges given are ignored: every split is one).
     pub ranks: Ranks,
     /// A pretoken that is a token is that token, whatever its merges would make of it.
     pub whole: bool,
+    /// The text between special tokens is normalized first (`normalize.rs`).
+    pub normalization: Option<Normalization>,
+    /// Special tokens are matched in text unless a call names others (false: only those named,
+    /// as Mistral's control tokens, which its encoder never matches).
+    pub match_specials: bool,
+    /// Merges one pair at a time, the lowest rank and then the leftmost (tiktoken's and HF's
+    /// order), instead of GPT-2's rounds of every place of the lowest pair. The two differ only
+    /// where a merge makes a pair of lower rank than its own, which trained merges never do.
+    pub one_at_a_time: bool,
+    /// HF's options of each special token, in their order (empty: none has any).
+    pub added: Vec<Added>,
 }
 
 impl Default for Rule {
@@ -26,6 +39,10 @@ impl Default for Rule {
         Rule {
             ranks: Ranks::Listed,
             whole: false,
+            normalization: None,
+            match_specials: true,
+            one_at_a_time: false,
+            added: Vec::new(),
         }
     }
 }
@@ -133,7 +150,7 @@ pub(super) fn merges_grow(pairs: &[(Pair, TokenId)]) -> bool {
 mod tests {
     use super::*;
     use crate::encode::Encoder;
-    use crate::pretokenize::GPT2_PATTERN;
+    use crate::pretokenize::Pretokenizer;
     use crate::testing::numbers;
     use std::collections::HashMap;
 
@@ -200,8 +217,10 @@ mod tests {
             let rule = Rule {
                 ranks: Ranks::ById,
                 whole: true,
+                one_at_a_time: true,
+                ..Rule::default()
             };
-            let enc = Encoder::with_rule(vocab, vec![], vec![], GPT2_PATTERN, rule).unwrap();
+            let enc = Encoder::with_rule(vocab, vec![], vec![], Pretokenizer::Gpt2, rule).unwrap();
             for word in words(seed) {
                 let mut ids = vec![];
                 enc.merge_word(&word, &mut ids);
@@ -272,10 +291,17 @@ mod tests {
                 let rule = Rule {
                     ranks: Ranks::Listed,
                     whole,
+                    one_at_a_time: true,
+                    ..Rule::default()
                 };
-                let enc =
-                    Encoder::with_rule(vocab.clone(), merges.clone(), vec![], GPT2_PATTERN, rule)
-                        .unwrap();
+                let enc = Encoder::with_rule(
+                    vocab.clone(),
+                    merges.clone(),
+                    vec![],
+                    Pretokenizer::Gpt2,
+                    rule,
+                )
+                .unwrap();
                 for word in words(seed + 10) {
                     let mut ids = vec![];
                     enc.merge_word(&word, &mut ids);

@@ -26,29 +26,55 @@ impl Encoder {
         let mut result = Ok(());
         // the cache's batch, kept with it: a new one per call was 12 KB to zero per document
         let mut batch = cache.batch.take().unwrap_or_default();
-        let Batch { spans, keys } = &mut *batch;
         set.matcher.for_each_piece(text, |piece| match piece {
             Piece::Special(i) => out.push(set.ids[i]),
             Piece::Text(t) if result.is_ok() => {
-                let b = t.as_bytes();
-                let stop = std::sync::atomic::AtomicBool::new(false);
-                // the count in a local, not in `Batch`: kept in a register, where a field was
-                // loaded and stored back for every pretoken
-                let mut n = 0;
-                result = self.pretok.for_each_span(t, &stop, |start, end| {
-                    spans[n] = (start, end);
-                    n += 1;
-                    if n == BATCH {
-                        self.encode_batch_of(b, &spans[..n], keys, cache, out);
-                        n = 0;
+                let normalized = self.normalization.map(|form| form.apply(t));
+                let t = normalized.as_deref().unwrap_or(t);
+                let Some(later) = &set.later else {
+                    result = self.encode_text(t, &mut batch, cache, out);
+                    return;
+                };
+                later.matcher.for_each_piece(t, |piece| match piece {
+                    Piece::Special(i) => out.push(later.ids[i]),
+                    Piece::Text(t) if result.is_ok() => {
+                        result = self.encode_text(t, &mut batch, cache, out);
                     }
+                    Piece::Text(_) => {}
                 });
-                self.encode_batch_of(b, &spans[..n], keys, cache, out);
             }
             Piece::Text(_) => {}
         });
         cache.batch = Some(batch);
         Ok(result?)
+    }
+
+    /// Encodes `t`, text without special tokens (normalized where the tokenizer normalizes):
+    /// its pretokens scanned in batches, then looked up.
+    #[inline]
+    fn encode_text(
+        &self,
+        t: &str,
+        batch: &mut Batch,
+        cache: &mut Cache,
+        out: &mut Vec<TokenId>,
+    ) -> Result<(), crate::pretokenize::PretokenizeError> {
+        let Batch { spans, keys } = batch;
+        let b = t.as_bytes();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        // the count in a local, not in `Batch`: kept in a register, where a field was loaded
+        // and stored back for every pretoken
+        let mut n = 0;
+        let result = self.pretok.for_each_span(t, &stop, |start, end| {
+            spans[n] = (start, end);
+            n += 1;
+            if n == BATCH {
+                self.encode_batch_of(b, &spans[..n], keys, cache, out);
+                n = 0;
+            }
+        });
+        self.encode_batch_of(b, &spans[..n], keys, cache, out);
+        result
     }
 
     /// Encodes the pretokens `spans` (byte ranges of `b`), with `keys` for room. Three loops, each

@@ -11,11 +11,12 @@ use pyo3::types::{PyBytes, PyString};
 
 use super::errors::{count_err, pretokenize_err, table_err};
 use super::ffi::utf8_of;
+use super::pretokenize::pretokenizer_of;
 use super::progress::Progress;
 use crate::count::{self, Compression, CountConfig, CountError, WordCounts};
 use crate::counts_file;
 use crate::cuts::CutFinder;
-use crate::pretokenize::{Pretokenizer, Specials};
+use crate::pretokenize::Specials;
 use numpy::PyReadonlyArray1;
 
 /// Word counts: distinct pretokens (bytes) and their u64 counts. The result of counting one
@@ -156,7 +157,7 @@ pub(super) fn count_file(
     start: u64,
     end: u64,
     special_tokens: Vec<String>,
-    pattern: &str,
+    pattern: &Bound<'_, PyAny>,
     strict: bool,
     chunk_size: usize,
     num_threads: usize,
@@ -166,7 +167,7 @@ pub(super) fn count_file(
 ) -> PyResult<(u64, u64, u64, u64)> {
     let compression = Compression::parse(compression)
         .ok_or_else(|| PyValueError::new_err("compression must be None, 'gz' or 'zst'"))?;
-    let pretok = Pretokenizer::new(pattern).map_err(pretokenize_err)?;
+    let pretok = pretokenizer_of(pattern)?;
     let config = CountConfig {
         specials: Specials::new(&special_tokens).map_err(pretokenize_err)?,
         cuts: Some(CutFinder::new(&special_tokens, pretok.clone()).map_err(pretokenize_err)?),
@@ -208,7 +209,7 @@ pub(super) fn count_texts(
     counts: &PyWordCounts,
     texts: Vec<Py<PyString>>,
     special_tokens: Vec<String>,
-    pattern: &str,
+    pattern: &Bound<'_, PyAny>,
     num_threads: usize,
 ) -> PyResult<()> {
     let config = in_memory(&special_tokens, pattern, num_threads)?;
@@ -236,7 +237,7 @@ pub(super) fn count_rows(
     columns: Vec<(PyReadonlyArray1<'_, i64>, PyReadonlyArray1<'_, u8>)>,
     first_row: u64,
     special_tokens: Vec<String>,
-    pattern: &str,
+    pattern: &Bound<'_, PyAny>,
     num_threads: usize,
 ) -> PyResult<()> {
     let config = in_memory(&special_tokens, pattern, num_threads)?;
@@ -262,12 +263,12 @@ pub(super) fn count_rows(
 /// How texts already in memory (strings, Arrow rows) are counted: valid UTF-8, no reading.
 fn in_memory(
     special_tokens: &[String],
-    pattern: &str,
+    pattern: &Bound<'_, PyAny>,
     num_threads: usize,
 ) -> PyResult<CountConfig> {
     Ok(CountConfig {
         specials: Specials::new(special_tokens).map_err(pretokenize_err)?,
-        pretok: Pretokenizer::new(pattern).map_err(pretokenize_err)?,
+        pretok: pretokenizer_of(pattern)?,
         strict: true,
         chunk_size: 0,
         num_threads,

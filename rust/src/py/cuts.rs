@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 
 use super::errors::{count_err, pretokenize_err};
+use super::pretokenize::pretokenizer_of;
 use crate::count::CountError;
 use crate::cuts::CutFinder;
-use crate::pretokenize::Pretokenizer;
 
 /// For each target byte offset of the file at `path` (ascending), the last safe cut at or
 /// before it, after the previous cut, at most `max_back` bytes back; None where there is none
@@ -20,10 +20,10 @@ pub(super) fn find_cuts(
     path: PathBuf,
     targets: Vec<u64>,
     special_tokens: Vec<String>,
-    pattern: &str,
+    pattern: &Bound<'_, PyAny>,
     max_back: u64,
 ) -> PyResult<Vec<Option<u64>>> {
-    let pretok = Pretokenizer::new(pattern).map_err(pretokenize_err)?;
+    let pretok = pretokenizer_of(pattern)?;
     let finder = CutFinder::new(&special_tokens, pretok).map_err(pretokenize_err)?;
     py.detach(|| finder.find_cuts(&path, &targets, max_back))
         .map_err(|e| count_err(CountError::Io { path, source: e }))

@@ -5,15 +5,18 @@
 use std::sync::{Mutex, OnceLock};
 
 use numpy::PyArray1;
-use pyo3::exceptions::{PyRuntimeError, PyUnicodeDecodeError};
+use pyo3::exceptions::{PyRuntimeError, PyUnicodeDecodeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use super::errors::{encode_err, too_wide};
 use super::ffi;
+use super::pretokenize::pretokenizer_of;
 use super::progress::interruptible;
 use crate::encode::{self, BatchIds, BatchTexts, EncodeError, Encoder, RunPiece, SpecialSet};
+use crate::normalize::Normalization;
+use crate::pretokenize::Added;
 use crate::types::TokenId;
 
 /// Texts up to this many bytes are encoded with the GIL held (see `PyEncoder::encode_vec`):
@@ -85,9 +88,13 @@ impl PyEncoder {
         }
     }
 
-    /// Builds the encoder's tables, once. `ranks`: tiktoken's rule, ids are ranks (`merges`
-    /// are then not used); `whole`: a pretoken that is a token is that token.
-    #[pyo3(signature = (vocab, merges, special_tokens, pattern, *, ranks = false, whole = false))]
+    /// Builds the encoder's tables, once. `bpe`: "gpt2" (rounds of the lowest pair), "hf" (one
+    /// pair at a time) or "tiktoken" (ids are ranks, every split of a token merges: `merges` are
+    /// then not used); `whole`: a pretoken that is a token is that token; `normalization`: "NFC"
+    /// or "NFKC" before pretokenizing; `match_specials`: false matches only special tokens a
+    /// call names; `added`: each special token's HF options `(lstrip, rstrip, single_word,
+    /// normalized)`, in their order, or empty.
+    #[pyo3(signature = (vocab, merges, special_tokens, pattern, *, bpe = "gpt2", whole = false, normalization = None, match_specials = true, added = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn _build(
         &self,
@@ -95,28 +102,61 @@ impl PyEncoder {
         vocab: Vec<(TokenId, Vec<u8>)>,
         merges: Vec<(Vec<u8>, Vec<u8>)>,
         special_tokens: Vec<(String, TokenId)>,
-        pattern: &str,
-        ranks: bool,
+        pattern: &Bound<'_, PyAny>,
+        bpe: &str,
         whole: bool,
+        normalization: Option<&str>,
+        match_specials: bool,
+        added: Vec<(bool, bool, bool, bool)>,
     ) -> PyResult<()> {
         if self.core.get().is_some() {
             return Err(PyRuntimeError::new_err("the tokenizer is already built"));
         }
-        let rule = encode::Rule {
-            ranks: if ranks {
-                encode::Ranks::ById
-            } else {
-                encode::Ranks::Listed
-            },
-            whole: whole || ranks,
+        let normalization = match normalization {
+            None => None,
+            Some(name) => Some(Normalization::parse(name).ok_or_else(|| {
+                PyValueError::new_err(format!("normalization must be NFC or NFKC, got {name:?}"))
+            })?),
         };
+        let ranks = match bpe {
+            "gpt2" | "hf" => encode::Ranks::Listed,
+            "tiktoken" => encode::Ranks::ById,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "bpe must be 'gpt2', 'hf' or 'tiktoken', got {bpe:?}"
+                )))
+            }
+        };
+        let rule = encode::Rule {
+            ranks,
+            whole: whole || bpe == "tiktoken",
+            normalization,
+            match_specials,
+            one_at_a_time: bpe != "gpt2",
+            added: added
+                .into_iter()
+                .map(|(lstrip, rstrip, single_word, normalized)| Added {
+                    lstrip,
+                    rstrip,
+                    single_word,
+                    normalized,
+                })
+                .collect(),
+        };
+        let pretok = pretokenizer_of(pattern)?;
         let inner = py
-            .detach(|| Encoder::with_rule(vocab, merges, special_tokens, pattern, rule))
+            .detach(|| Encoder::with_rule(vocab, merges, special_tokens, pretok, rule))
             .map_err(encode_err)?;
         let no_specials = inner.special_set(Some(&[])).map_err(encode_err)?;
         self.core
             .set(Core { inner, no_specials })
             .map_err(|_| PyRuntimeError::new_err("the tokenizer is already built"))
+    }
+
+    /// Whether every listed merge makes its token after the merges of its parts (then GPT-2's
+    /// order and one pair at a time give the same ids).
+    fn _merges_grow(&self) -> PyResult<bool> {
+        Ok(self.inner()?.merges_grow)
     }
 
     /// How many tokens a pretoken equal to one is taken whole as, where its merges would make
@@ -126,19 +166,26 @@ impl PyEncoder {
     }
 
     /// Ids of `text`. By default every special token of the tokenizer is matched (CS336);
-    /// tiktoken's strict default is `allowed_special=set(), disallowed_special="all"`.
+    /// tiktoken's strict default is `allowed_special=set(), disallowed_special="all"`;
+    /// `add_special_tokens=True` wraps the ids in the template's (transformers' flag).
     #[pyo3(
-        signature = (text, *, allowed_special = Given::No, disallowed_special = Given::No),
-        text_signature = "($self, text, *, allowed_special='all', disallowed_special=())"
+        signature = (
+            text, *, allowed_special = Given::No, disallowed_special = Given::No,
+            add_special_tokens = Given::No
+        ),
+        text_signature = "($self, text, *, allowed_special='all', disallowed_special=(), add_special_tokens=False)"
     )]
     fn encode<'py>(
         slf: &Bound<'py, Self>,
         text: &Bound<'py, PyAny>,
         allowed_special: Given<'py>,
         disallowed_special: Given<'py>,
+        add_special_tokens: Given<'py>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        if let (Given::No, Given::No) = (&allowed_special, &disallowed_special) {
+        if let (Given::No, Given::No, Given::No) =
+            (&allowed_special, &disallowed_special, &add_special_tokens)
+        {
             if let Some(ids) = slf.get().try_str(py, text, &None) {
                 return ids;
             }
@@ -147,6 +194,7 @@ impl PyEncoder {
         for (name, option) in [
             ("allowed_special", allowed_special),
             ("disallowed_special", disallowed_special),
+            ("add_special_tokens", add_special_tokens),
         ] {
             if let Given::Yes(value) = option {
                 options.set_item(name, value)?;
