@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable
 import regex
 
 GPT2_PATTERN: str = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+#: One regex, or steps in turn: regexes and (regex, behavior, invert) splits (HF's `Split`).
+Pattern = str | tuple[str | tuple[str, str, bool], ...]
 # The second stage of superword training (docs/spec.md §1.9), after GPT-2's and GPT-4's patterns.
 GPT2_SUPERWORD_PATTERN: str = r" ?\p{N}+|(?:(?! ?\p{N})[^\n])+\n?|\n"
 GPT4_SUPERWORD_PATTERN: str = r"\p{N}{1,3}|[^\n\p{N}]+\n?|\n"
@@ -56,13 +58,55 @@ def split_on_specials(text: str, special_tokens: list[str]) -> list[tuple[str, b
     return pieces
 
 
-def pretokenize(text: str, pattern: str = GPT2_PATTERN) -> list[str]:
-    """The matches of `regex.finditer(pattern, text)`, in order.
+def pretokenize(text: str, pattern: Pattern = GPT2_PATTERN) -> list[str]:
+    """The pieces of `text` (docs/spec.md §1.2): a regex's matches and, as pieces of their own,
+    the runs of text between them (HF's `Split`, `Isolated`); steps in turn split each piece of
+    the step before.
 
     >>> pretokenize("Hello, world!")
     ['Hello', ',', ' world', '!']
+    >>> pretokenize("ab 12", r"[a-z]+")
+    ['ab', ' 12']
     """
-    return [match.group() for match in regex.finditer(pattern, text)]
+    pieces = [text] if text else []
+    for step in (pattern,) if isinstance(pattern, str) else pattern:
+        one, behavior, invert = (step, "Isolated", False) if isinstance(step, str) else step
+        pieces = [p for piece in pieces for p in _split(piece, one, behavior, invert)]
+    return pieces
+
+
+def _split(text: str, pattern: str, behavior: str, invert: bool) -> list[str]:
+    """One HF `Split` on one piece: its matches and the gaps between, flagged (`invert` swaps
+    the flags); the behaviour makes pieces of them; empty pieces are dropped."""
+    ranges: list[tuple[int, int, bool]] = []
+    last = 0
+    for match in regex.finditer(pattern, text):
+        if last < match.start():
+            ranges.append((last, match.start(), invert))
+        ranges.append((match.start(), match.end(), not invert))
+        last = match.end()
+    if last < len(text):
+        ranges.append((last, len(text), invert))
+    out: list[list[int]] = []
+    if behavior == "MergedWithNext":  # the mirror of MergedWithPrevious
+        ranges = [(-e, -s, m) for s, e, m in reversed(ranges)]
+    previous: bool | None = None
+    for s, e, is_match in ranges:
+        if behavior == "Removed" and is_match:
+            continue
+        joins = {
+            "MergedWithPrevious": is_match and previous is False,
+            "MergedWithNext": is_match and previous is False,
+            "Contiguous": previous == is_match,
+        }.get(behavior, False)
+        if joins and out:
+            out[-1][1] = e
+        else:
+            out.append([s, e])
+        previous = is_match
+    if behavior == "MergedWithNext":
+        out = [[-e, -s] for s, e in reversed(out)]
+    return [text[s:e] for s, e in out if s < e]
 
 
 def count_words(

@@ -23,7 +23,7 @@ import bytepair
 import reference as ref
 from bytepair import GPT2_PATTERN, count_files, count_texts
 from bytepair.count import CountStats, pretokenize
-from bytepair.patterns import PRESETS
+from bytepair.patterns import BEHAVIORS, PRESETS, Split
 from unicode_diff import diff_chars, same_text
 
 #: The hypothesis budget of the loaded profile (HYPOTHESIS_MAX_EXAMPLES, default 200).
@@ -225,7 +225,24 @@ ASCII_TEXT = st.text(alphabet=st.characters(max_codepoint=127), max_size=80)
 @pytest.mark.parametrize("pattern", [r"\S+", r"\w+|[^\w\s]+"])
 @given(text=ASCII_TEXT)
 def test_custom_pattern_matches_regex(pattern: str, text: str) -> None:
-    assert pretokenize(text, pattern=pattern) == regex.findall(pattern, text)
+    """The matches, and the text between them as pieces of its own (HF's `Split`)."""
+    got = pretokenize(text, pattern=pattern)
+    assert got == ref.pretokenize(text, pattern)
+    assert "".join(got) == text
+
+
+_STEPS = st.tuples(
+    st.sampled_from([r"\d", r"\s+", r"[a-z]+", "[b]", GPT2_PATTERN]),
+    st.sampled_from(BEHAVIORS),
+    st.booleans(),
+)
+
+
+@given(text=st.text(alphabet="ab cd 12\n\t,é中", max_size=40), steps=st.lists(_STEPS, max_size=3))
+def test_split_sequences_match_the_reference(text: str, steps: list[tuple[str, str, bool]]) -> None:
+    """Every behaviour of HF's `Split`, inverted or not, in sequences of one to four steps."""
+    pattern = (*(Split(*step) for step in steps), r"\w+")
+    assert pretokenize(text, pattern=pattern) == ref.pretokenize(text, pattern)
 
 
 @given(text=st.text(alphabet="ab <|>\n", max_size=40))

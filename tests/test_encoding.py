@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import bytepair
 import reference as ref
-from bytepair import encoding as bp_encoding
+from bytepair import _stream as bp_stream
 from unicode_diff import same_text
 
 EOT = "<|endoftext|>"
@@ -493,7 +493,7 @@ def test_encode_is_the_core_method_with_python_options(gpt2) -> None:
     which gives the same ids as the plain call, and a wrong keyword is named as Python would."""
     assert type(gpt2).encode is bytepair._core.Encoder.encode
     assert str(inspect.signature(gpt2.encode)) == (
-        "(text, *, allowed_special='all', disallowed_special=())"
+        "(text, *, allowed_special='all', disallowed_special=(), add_special_tokens=False)"
     )
     text = "a <|endoftext|> b"
     plain = gpt2.encode(text)
@@ -678,7 +678,7 @@ def test_iterable_streaming_cuts(trained, pieces: list[str], chunk: int, subset)
     text = "".join(pieces)
     kwargs = {} if subset is None else {"allowed_special": subset}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bp_encoding, "_STREAM_CHARS", chunk)
+        patch.setattr(bp_stream, "STREAM_CHARS", chunk)
         assert list(trained.encode_iterable(pieces, **kwargs)) == trained.encode(text, **kwargs)
         assert list(trained.encode_iterable(list(text), **kwargs)) == trained.encode(text, **kwargs)
 
@@ -700,7 +700,7 @@ def test_iterable_streaming_cuts_gpt4_presets(trained, pattern, pieces, chunk: i
     tok = bytepair.Tokenizer(trained.vocab, trained.merges, TRAIN_SPECIALS, pattern=pattern)
     text = "".join(pieces)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bp_encoding, "_STREAM_CHARS", chunk)
+        patch.setattr(bp_stream, "STREAM_CHARS", chunk)
         assert list(tok.encode_iterable(pieces)) == tok.encode(text)
 
 
@@ -725,7 +725,7 @@ def test_iterable_streaming_whitespace_specials(trained, pieces, chunk: int, sub
     expected = tok.encode(text, **kwargs)
     assert expected == _ref_encode(tok, text, subset if subset is not None else SPACEY_SPECIALS)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bp_encoding, "_STREAM_CHARS", chunk)
+        patch.setattr(bp_stream, "STREAM_CHARS", chunk)
         assert list(tok.encode_iterable(pieces, **kwargs)) == expected
 
 
@@ -740,7 +740,7 @@ def test_iterable_streaming_disallowed(trained, pieces: list[str], chunk: int) -
     except ValueError:
         expected = None
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bp_encoding, "_STREAM_CHARS", chunk)
+        patch.setattr(bp_stream, "STREAM_CHARS", chunk)
         if expected is None:
             with pytest.raises(ValueError, match="disallowed special token"):
                 list(trained.encode_iterable(pieces, **kwargs))
@@ -796,7 +796,7 @@ def test_iterable_surrogates_across_items(gpt2, pieces: list[str]) -> None:
 def test_iterable_streaming_surrogates(trained, pieces: list[str], chunk: int) -> None:
     expected = trained.encode("".join(pieces))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bp_encoding, "_STREAM_CHARS", chunk)
+        patch.setattr(bp_stream, "STREAM_CHARS", chunk)
         assert list(trained.encode_iterable(pieces)) == expected
 
 

@@ -17,6 +17,7 @@ import pytest
 import bytepair
 from bytepair.count import pretokenize
 from bytepair.formats import hf as hf_format
+from bytepair.patterns import BEHAVIORS, Split
 from unicode_diff import ALL_CHARS
 
 EOT = "<|endoftext|>"
@@ -270,16 +271,19 @@ def test_gpt2_byte_level_only_tokenizer_json(gpt2, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "change, match",
     [
-        (lambda d: d.update(normalizer={"type": "NFC"}), "unsupported normalizer"),
+        (lambda d: d.update(normalizer={"type": "Lowercase"}), "unsupported normalizer"),
+        (
+            lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [{"type": "NFD"}]}),
+            "unsupported normalizer",
+        ),
         (lambda d: d["model"].update(type="WordPiece"), "unsupported model type"),
         (lambda d: d["model"].update(byte_fallback=True), "byte_fallback"),
-        (lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(invert=True), "Split"),
+        (lambda d: d["pre_tokenizer"]["pretokenizers"][0].update(behavior="Gone"), "Split"),
         (
             lambda d: d["pre_tokenizer"]["pretokenizers"][1].update(add_prefix_space=True),
-            "second pre-tokenizer",
+            "pre_tokenizer ByteLevel with add_prefix_space=true",
         ),
         (lambda d: d.update(pre_tokenizer={"type": "Whitespace"}), "unsupported pre_tokenizer"),
-        (lambda d: d["added_tokens"][0].update(lstrip=True), "lstrip=true"),
         (lambda d: d["model"]["vocab"].update({"ab c": 5000}), r"line \d+: vocab token 'ab c'"),
         (lambda d: d["model"]["merges"].append("Ġ"), r"line \d+: merge \d+ is 'Ġ'"),
     ],
@@ -352,14 +356,17 @@ def test_load_detects_every_file_and_folder(gpt2, cs336_data: Path, tmp_path: Pa
     for fmt in ["gpt2", "hf", "tiktoken", "bytepair"]:
         gpt2.save(tmp_path / fmt, formats=[fmt])
         _same(bytepair.load(tmp_path / fmt), gpt2)
-    with pytest.raises(ValueError, match="cannot tell the format"):
+    with pytest.raises(ValueError, match="text of no known kind"):
         bytepair.load(cs336_data / "corpus.en")
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="holds no tokenizer file"):
         bytepair.load(tmp_path / "empty")
-    (tmp_path / "alone.json").write_text("{}", encoding="utf-8")
-    with pytest.raises(FileNotFoundError, match="partner file"):
+    (tmp_path / "alone.json").write_text('{"add_bos_token": false}', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"a JSON file of no known kind .first key 'add_bos"):
         bytepair.load(tmp_path / "alone.json")
+    (tmp_path / "vocab.json").write_text('{"a": 0}', encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match="partner file"):
+        bytepair.load(tmp_path / "vocab.json")
     with pytest.raises(ValueError, match="stores its own pattern"):
         bytepair.load(tmp_path / "hf", pattern="cl100k")
     with pytest.raises(ValueError, match="unknown format"):
@@ -371,3 +378,25 @@ def test_gpt2_files_take_a_pattern_and_special_tokens(trained, tmp_path: Path) -
     back = bytepair.load(tmp_path / "vocab.json", pattern=trained.pattern, special_tokens=SPECIALS)
     _same(back, trained)
     assert bytepair.load(tmp_path).pattern == bytepair.GPT2_PATTERN  # GPT-2's by default
+
+
+@pytest.mark.parametrize("behavior", BEHAVIORS)
+@pytest.mark.parametrize("invert", [False, True])
+def test_split_behaviours_give_hf_tokenizers_ids(
+    gpt2, cs336_data: Path, tmp_path: Path, behavior: str, invert: bool
+) -> None:
+    """Every HF `Split` behaviour, inverted or not, before GPT-2's pattern: written to
+    tokenizer.json, HF tokenizers reads the same pieces and gives the same ids, and bytepair
+    reads the same pattern back."""
+    import tokenizers
+
+    pattern = (Split(r"\p{N}+|[!?]", behavior, invert), bytepair.GPT2_PATTERN)
+    tok = bytepair.Tokenizer(gpt2.vocab, gpt2.merges, ["<|endoftext|>"], pattern=pattern)
+    with pytest.warns(UserWarning, match="not written: tokenizer.tiktoken"):
+        tok.save(tmp_path)
+    assert bytepair.load(tmp_path / "tokenizer.json").pattern == tok.pattern
+    assert bytepair.load(tmp_path / "bytepair.model").pattern == tok.pattern
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for text in [*TEXTS, "a1b22 c333!? x", "12!ab?  3", *_corpus(cs336_data)[:2]]:
+        ids = tok.encode(text)
+        assert hf.encode(text, add_special_tokens=False).ids == ids, text[:60]

@@ -138,5 +138,5 @@ def test_plain_needs_no_extra_and_colours_say_how_to_get_it(
     assert capsys.readouterr().out == "'hi'\n"
     assert main(["show", model, "hi", "--color"]) == 2
     assert capsys.readouterr().err == (
-        "bytepair: error: bytepair show on a terminal needs rich: pip install 'bytepair[inspect]'\n"
+        "bytepair: error: bytepair show --color needs rich: pip install 'bytepair[inspect]'\n"
     )

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from bytepair import UNICODE_VERSION
 from bytepair.count import pretokenize
+from bytepair.patterns import Split
 
 DIFF_FILE = Path(__file__).parent / "data" / "unicode_diff.txt"
 #: regex 2026.11.19's Unicode version (its changelog; `regex` has no Age property to ask).
@@ -45,7 +46,13 @@ def regex_classes() -> bytes:
 def bytepair_classes() -> bytes:
     """bytepair's classes, read off its regex-engine path (the scanner equals it on every code
     point: rust/src/unicode.rs and test_unicode.py)."""
-    return _classes(lambda pattern: pretokenize(ALL_CHARS, pattern=f"(?:{pattern})+"))
+    return _classes(lambda pattern: matches(f"(?:{pattern})+"))
+
+
+def matches(pattern: str) -> list[str]:
+    """bytepair's matches of `pattern` in `ALL_CHARS`, the text between them dropped (a split
+    that removes what it does not match)."""
+    return pretokenize(ALL_CHARS, pattern=(Split(pattern, "Removed", invert=True),))
 
 
 def diff_ranges(ours: bytes, theirs: bytes) -> list[tuple[int, int, str, str]]:
@@ -99,7 +106,7 @@ def newer_chars() -> frozenset[str]:
     """The characters assigned in the oracle's Unicode but not in bytepair's: a superset of
     `diff_chars()` (test_unicode.py checks), and where other classes (`\\w`) differ too."""
     theirs = regex.findall(r"\p{Assigned}", ALL_CHARS)
-    ours = set("".join(pretokenize(ALL_CHARS, pattern=r"\p{Assigned}+")))
+    ours = set("".join(matches(r"\p{Assigned}+")))
     return frozenset(theirs).difference(ours)
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent / "rust" / "src"
 
 #: (module, modules it must not use): prefixes, so "encode" covers "encode::merge". The stages,
-#: top down: py, train, encode | counts_file, count, cuts, pretokenize, unicode | tables,
-#: types | mem.
+#: top down: py, train, encode | counts_file, count, cuts, pretokenize | normalize,
+#: unicode | tables, types | mem.
 FORBIDDEN = [
     # Encoding is a stage of its own: training's merge loop and counting's tables stay out.
     ("encode", ["train", "count", "counts_file", "cuts", "py"]),
@@ -36,6 +36,7 @@ FORBIDDEN = [
     ("mem", ["pretokenize", "count", "counts_file", "cuts", "train", "encode", "py"]),
     ("tables", ["pretokenize", "count", "counts_file", "cuts", "train", "encode", "py"]),
     ("unicode", ["count", "counts_file", "cuts", "train", "encode", "py"]),
+    ("normalize", ["pretokenize", "count", "counts_file", "cuts", "train", "encode", "py"]),
 ]
 
 _USE = re.compile(r"\buse\s+((?:crate|super|self)\b[^;]*);", re.S)

@@ -90,6 +90,28 @@ def check_flag(name: str, value: object) -> bool:
     return value
 
 
+#: The orders of merging (`Tokenizer`'s `bpe`).
+BPE_ORDERS = ("gpt2", "hf", "tiktoken")
+
+
+def check_bpe(bpe: object) -> str:
+    """ "gpt2", "hf" or "tiktoken"."""
+    if bpe in BPE_ORDERS:
+        return str(bpe)
+    raise ValueError(f"bpe must be 'gpt2', 'hf' or 'tiktoken', got {bpe!r}")
+
+
+#: The Unicode normalizations a tokenizer may apply before pretokenizing.
+NORMALIZATIONS = ("NFC", "NFKC")
+
+
+def check_normalization(normalization: object) -> str | None:
+    """None, "NFC" or "NFKC"."""
+    if normalization is None or normalization in NORMALIZATIONS:
+        return normalization
+    raise ValueError(f"normalization must be None, 'NFC' or 'NFKC', got {normalization!r}")
+
+
 def check_num_threads(num_threads: int | None) -> int:
     """A positive thread count; None means every core this process may use."""
     if num_threads is None:
@@ -168,3 +190,23 @@ def check_ids(ids: Iterable[int]) -> list[int]:
             raise KeyError(f"token id {i!r} is not in the vocabulary")
         out.append(value)
     return out
+
+
+def small_dtype(dtype: object, n_vocab: int) -> bool:
+    """Whether ids go out as uint16: when every id (below `n_vocab`) fits, unless `dtype`
+    says uint32; a dtype other than those two, or uint16 for ids that do not fit, is an
+    error."""
+    fits = n_vocab <= 1 << 16
+    if dtype is None:
+        return fits
+    import numpy as np  # loaded only when ids go out as arrays
+
+    try:
+        wanted = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        wanted = None
+    if wanted not in (np.uint16, np.uint32):
+        raise ValueError(f"dtype must be uint16 or uint32, got {dtype!r}")
+    if wanted == np.uint16 and not fits:
+        raise ValueError(f"dtype uint16 cannot hold ids up to {n_vocab - 1}; use uint32")
+    return bool(wanted == np.uint16)

@@ -17,6 +17,9 @@ SUPERWORD_GPT4_PATTERN: str
 UNICODE_VERSION: str
 __version__: str
 
+#: One regex, or steps in turn: regexes and (regex, behavior, invert) splits.
+_Pattern = str | tuple[str | tuple[str, str, bool], ...]
+
 @final
 class WordCounts:
     def __new__(cls, items: Sequence[tuple[bytes, int]] | None = None) -> WordCounts: ...
@@ -37,18 +40,23 @@ class Encoder:
         vocab: list[tuple[int, bytes]],
         merges: list[tuple[bytes, bytes]],
         special_tokens: list[tuple[str, int]],
-        pattern: str,
+        pattern: _Pattern,
         *,
-        ranks: bool = False,
+        bpe: str = "gpt2",
         whole: bool = False,
+        normalization: str | None = None,
+        match_specials: bool = True,
+        added: list[tuple[bool, bool, bool, bool]] = ...,
     ) -> None: ...
     def _n_whole(self) -> int: ...
+    def _merges_grow(self) -> bool: ...
     def encode(
         self,
         text: str,
         *,
         allowed_special: Literal["all"] | Collection[str] = "all",
         disallowed_special: Literal["all"] | Collection[str] = (),
+        add_special_tokens: bool = False,
     ) -> list[int]: ...
     def encode_ordinary(self, text: str) -> list[int]: ...
     def _encode(self, text: str, allowed_special: list[str] | None = None) -> list[int]: ...
@@ -77,7 +85,7 @@ def count_file(
     start: int,
     end: int,
     special_tokens: list[str],
-    pattern: str,
+    pattern: _Pattern,
     strict: bool,
     chunk_size: int,
     num_threads: int,
@@ -90,7 +98,7 @@ def count_texts(
     texts: list[str],
     *,
     special_tokens: list[str],
-    pattern: str,
+    pattern: _Pattern,
     num_threads: int,
 ) -> None: ...
 def count_rows(
@@ -99,7 +107,7 @@ def count_rows(
     *,
     first_row: int,
     special_tokens: list[str],
-    pattern: str,
+    pattern: _Pattern,
     num_threads: int,
 ) -> None: ...
 def sum_blobs(blobs: list[bytes]) -> bytes: ...
@@ -114,11 +122,11 @@ def find_cuts(
     targets: list[int],
     *,
     special_tokens: list[str],
-    pattern: str,
+    pattern: _Pattern,
     max_back: int = ...,
 ) -> list[int | None]: ...
-def pretokenize(text: str, *, special_tokens: list[str], pattern: str) -> list[str]: ...
-def pretokenizer_kind(pattern: str) -> Literal["gpt2", "cl100k", "o200k", "regex"]: ...
+def pretokenize(text: str, *, special_tokens: list[str], pattern: _Pattern) -> list[str]: ...
+def pretokenizer_kind(pattern: _Pattern) -> str: ...
 def canonical_merges(
     ranks: list[tuple[bytes, int]],
 ) -> tuple[list[list[bytes]], list[int]]: ...

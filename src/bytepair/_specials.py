@@ -1,7 +1,8 @@
 """The special-token policy of encoding (tiktoken's `allowed_special`/`disallowed_special`):
 which special tokens a call matches, which it refuses, and the error when text holds a refused
-one. Pure functions over the tokens' strings; the `Tokenizer` (`encoding.py`) applies them and
-the Rust encoder does the matching.
+one; HF's options of added tokens (`AddedToken`) and the template that wraps a text in special
+tokens when asked (`add_special_tokens`). Pure functions over the tokens' strings; the
+`Tokenizer` (`encoding.py`) applies them and the Rust encoder does the matching.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 AllowedSpecial = Literal["all"] | Collection[str]
@@ -99,3 +101,79 @@ def refuse(text: str, disallowed: frozenset[str]) -> None:
 @functools.lru_cache(maxsize=64)
 def _special_regex(tokens: frozenset[str]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
+
+
+@dataclass(frozen=True)
+class AddedToken:
+    """HF's options of an added token (`tokenizer.json`'s `added_tokens`), matched as HF's
+    `AddedVocabulary` matches it: `lstrip`/`rstrip` take the whitespace before/after a match
+    with it; `single_word` ignores a match next to a word character; `normalized` matches it in
+    the normalized text between the other special tokens (after them); `special=False` marks
+    a token HF does not count as special (it is still matched, as HF matches it)."""
+
+    lstrip: bool = False
+    rstrip: bool = False
+    single_word: bool = False
+    normalized: bool = False
+    special: bool = True
+
+    def core(self) -> tuple[bool, bool, bool, bool]:
+        """The options the Rust encoder applies."""
+        return (self.lstrip, self.rstrip, self.single_word, self.normalized)
+
+
+#: The options of bytepair's own special tokens.
+PLAIN = AddedToken()
+
+
+def check_added(
+    added: Mapping[str, AddedToken] | None, specials: Collection[str]
+) -> dict[str, AddedToken]:
+    """The options given for special tokens, checked; those with the defaults left out."""
+    out: dict[str, AddedToken] = {}
+    for token, options in (added or {}).items():
+        if token not in specials:
+            raise ValueError(
+                f"added_tokens names {token!r}, which is not a special token of this tokenizer"
+            )
+        if not isinstance(options, AddedToken):
+            raise TypeError(f"added_tokens[{token!r}] must be an AddedToken, got {options!r}")
+        if options != PLAIN:
+            out[token] = options
+    return out
+
+
+def template_ids(template: str | None, ids: Mapping[str, int]) -> tuple[list[int], list[int]]:
+    """The ids before and after a text of a template in HF's notation (`"<s> $A </s>"`:
+    special tokens and `$A` for the text, `$0` or `$` alike); ([], []) for None. A token that
+    is no special token, or a template without one `$A`, is a ValueError.
+
+    >>> template_ids("<s> $A </s>", {"<s>": 1, "</s>": 2})
+    ([1], [2])
+    """
+    if template is None:
+        return [], []
+    if not isinstance(template, str):
+        raise TypeError(f"template must be a str like '<s> $A', got {template!r}")
+    parts = template.split()
+    slots = [i for i, p in enumerate(parts) if p.split(":")[0] in ("$A", "$0", "$")]
+    if len(slots) != 1:
+        raise ValueError(
+            f"template {template!r} must hold the text once, as $A (e.g. '<s> $A </s>')"
+        )
+    found: list[int] = []
+    for part in parts:
+        name = part.split(":")[0] if part.startswith("$") else part
+        if name in ("$A", "$0", "$"):
+            continue
+        typed = re.fullmatch(r"(.+):\d+", name)  # HF's "<s>:0": a type id, which ids ignore
+        if name not in ids and typed and typed.group(1) in ids:
+            name = typed.group(1)
+        if name not in ids:
+            raise ValueError(
+                f"template {template!r} names {name!r}, which is not a special token of this "
+                f"tokenizer"
+            )
+        found.append(ids[name])
+    cut = slots[0]
+    return found[:cut], found[cut:]

@@ -20,7 +20,7 @@ from ._core import WordCounts as WordCounts
 from ._core import count_file, count_rows
 from ._core import count_texts as core_count_texts
 from ._core import pretokenize as core_pretokenize
-from .patterns import resolve_pattern
+from .patterns import Pattern, resolve_pattern
 from .sources import (
     InputError,
     Inputs,
@@ -59,7 +59,7 @@ class CountStats:
 
 
 def pretokenize(
-    text: str, *, special_tokens: Iterable[str] | None = None, pattern: str = "gpt2"
+    text: str, *, special_tokens: Iterable[str] | None = None, pattern: Pattern = "gpt2"
 ) -> list[str]:
     """The pieces training and encoding see: special tokens whole, the rest as pretokens.
 
@@ -83,7 +83,7 @@ def count_files(
     paths: Inputs,
     *,
     special_tokens: Iterable[str] | None = None,
-    pattern: str = "gpt2",
+    pattern: Pattern = "gpt2",
     num_threads: int | None = None,
     errors: str = "replace",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -118,7 +118,7 @@ def count_ranges(
     ranges: Iterable[tuple[Source | str | os.PathLike[str], int, int | None]],
     *,
     special_tokens: Iterable[str] | None = None,
-    pattern: str = "gpt2",
+    pattern: Pattern = "gpt2",
     num_threads: int | None = None,
     errors: str = "replace",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -164,7 +164,7 @@ class _How:
     """The checked options of a count."""
 
     specials: list[str]
-    regex: str
+    regex: Pattern
     threads: int
     strict: bool
     chunk_size: int
@@ -262,7 +262,7 @@ def count_dataset(
     *,
     column: str = "text",
     special_tokens: Iterable[str] | None = None,
-    pattern: str = "gpt2",
+    pattern: Pattern = "gpt2",
     num_threads: int | None = None,
     batch_rows: int = _BATCH_ROWS,
     progress: Callable[[int], object] | None = None,
@@ -315,7 +315,7 @@ def count_texts(
     texts: Iterable[str],
     *,
     special_tokens: Iterable[str] | None = None,
-    pattern: str = "gpt2",
+    pattern: Pattern = "gpt2",
     num_threads: int | None = None,
     batch_bytes: int = 16 << 20,
     progress: Callable[[int], object] | None = None,

@@ -9,26 +9,42 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ._checks import (
+    check_bpe,
     check_flag,
     check_ids,
     check_merges,
+    check_normalization,
     check_num_threads,
     check_special_tokens,
     check_str,
     check_text,
     check_vocab,
+    small_dtype,
 )
 from ._core import UNICODE_VERSION, Encoder
+from ._mend import mended as _utf8
 from ._roles import check_max_length, check_roles
-from ._specials import NO_SPECIALS, SLOW, AllowedSpecial, policy, quick_policy, refuse
+from ._specials import (
+    NO_SPECIALS,
+    PLAIN,
+    SLOW,
+    AddedToken,
+    AllowedSpecial,
+    check_added,
+    policy,
+    quick_policy,
+    refuse,
+    template_ids,
+)
+from ._stream import stream_ids
 from .formats import ModelData, write
 from .formats.gpt2 import read_pair
-from .patterns import resolve_pattern
+from .patterns import Pattern, resolve_pattern
 
 if TYPE_CHECKING:  # numpy loads only when ids go out as arrays
     import numpy as np
@@ -37,9 +53,6 @@ if TYPE_CHECKING:  # numpy loads only when ids go out as arrays
     from .decoding import IncrementalDecoder
 
 __all__ = ["AllowedSpecial", "Tokenizer", "core_encoder", "model_data"]
-
-#: encode_iterable hands the core this many characters at a time (at least).
-_STREAM_CHARS = 1 << 16
 
 
 class Tokenizer(Encoder):
@@ -51,11 +64,17 @@ class Tokenizer(Encoder):
     `allowed_special=set(), disallowed_special="all"`: text holding one then raises ValueError.
     `special_token_roles` (e.g. `{"eos_token": "<|endoftext|>"}`, the default when that token is
     present) and `model_max_length` (None: unknown) are what transformers reads of
-    `tokenizer_config.json`; they do not change encoding. `ranks=True` encodes by tiktoken's rule
-    for rank files (docs/spec.md §2.2): ids are ranks, any two adjacent tokens whose bytes are a
-    token merge, lowest rank first, and a pretoken that is a token is taken whole; `merges` are
-    then only kept for formats. `ignore_merges=True` takes a pretoken that is a token whole
-    before the merges (HF's flag).
+    `tokenizer_config.json`; they do not change encoding. `bpe` is the order of merging
+    (docs/spec.md §2.2): "gpt2", GPT-2's rounds (the lowest-ranked pair, at all its places left
+    to right); "hf", one pair at a time (lowest rank, then leftmost), as HF tokenizers merges;
+    "tiktoken", tiktoken's rule for rank files (ids are ranks, any two adjacent tokens whose
+    bytes are a token merge, one pair at a time, and a pretoken that is a token is taken whole;
+    `merges` are then only kept for formats). The three agree for merges that make pairs of
+    higher rank only, as trained ones. `ignore_merges=True` takes a pretoken that is a token
+    whole before the merges (HF's flag). `normalization` ("NFC", "NFKC") normalizes the text
+    between special tokens first; `added_tokens` gives special tokens HF's options
+    (`AddedToken`); `template` (HF's notation, "<s> $A") wraps a text in special tokens when
+    a call passes `add_special_tokens=True`. Loading a file sets these as the file says.
 
     It is the Rust encoder's subclass: `encode` and `encode_ordinary` are the core's own
     methods, which hand any other call (options, a text to mend or refuse) to the general path
@@ -72,11 +91,15 @@ class Tokenizer(Encoder):
         merges: Sequence[tuple[bytes, bytes]],
         special_tokens: Iterable[str] | None = None,
         *,
-        pattern: str = "gpt2",
+        pattern: Pattern = "gpt2",
         special_token_roles: Mapping[str, str | None] | None = None,
         model_max_length: int | None = None,
-        ranks: bool = False,
+        bpe: str = "gpt2",
         ignore_merges: bool = False,
+        normalization: str | None = None,
+        match_specials: bool = True,
+        added_tokens: Mapping[str, AddedToken] | None = None,
+        template: str | None = None,
     ) -> None:
         specials = check_special_tokens(special_tokens)
         self._vocab = check_vocab(vocab)
@@ -99,18 +122,28 @@ class Tokenizer(Encoder):
         self.pattern = resolve_pattern(pattern)
         #: The Unicode version of the classes it was trained with (`load` sets the file's).
         self.unicode_version = UNICODE_VERSION
-        self._ranks = check_flag("ranks", ranks)
+        self._bpe = check_bpe(bpe)
         self._ignore_merges = check_flag("ignore_merges", ignore_merges)
+        self._normalization = check_normalization(normalization)
+        self._match_specials = check_flag("match_specials", match_specials)
+        self._added = check_added(added_tokens, self._special_ids)
+        self._template = template
+        self._wrap = template_ids(template, self._special_ids)
         self._build(
             list(self._vocab.items()),
             self._merges,
             list(self._special_ids.items()),
             self.pattern,
-            ranks=self._ranks,
+            bpe=self._bpe,
             whole=self._ignore_merges,
+            normalization=self._normalization,
+            match_specials=self._match_specials,
+            added=[self._added.get(t, PLAIN).core() for t in self._special_ids if self._added],
         )
-        if self._ignore_merges and not self._ranks and not self._n_whole():
+        if self._ignore_merges and self._bpe != "tiktoken" and not self._n_whole():
             self._ignore_merges = False  # every token is what its merges make of it anyway
+        if self._bpe == "hf" and self._merges_grow():
+            self._bpe = "gpt2"  # the orders merge alike (trained merges: nearly every file)
 
     @classmethod
     def from_files(
@@ -119,7 +152,7 @@ class Tokenizer(Encoder):
         merges_filepath: str | os.PathLike[str],
         special_tokens: Iterable[str] | None = None,
         *,
-        pattern: str = "gpt2",
+        pattern: Pattern = "gpt2",
     ) -> Tokenizer:
         """Reads GPT-2-format `vocab.json` and `merges.txt` (docs/spec.md §3.3); special tokens
         in `vocab.json` are stored as their raw text.
@@ -177,14 +210,49 @@ class Tokenizer(Encoder):
         self._model_max_length = check_max_length(value)
 
     @property
-    def ranks(self) -> bool:
-        """Whether it encodes by tiktoken's rule for rank files (see the class docstring)."""
-        return self._ranks
+    def bpe(self) -> str:
+        """The order of merging: "gpt2", "hf" or "tiktoken" (see the class docstring)."""
+        return self._bpe
 
     @property
     def ignore_merges(self) -> bool:
         """Whether a pretoken that is a token is taken whole before the merges (HF's flag)."""
         return self._ignore_merges
+
+    @property
+    def normalization(self) -> str | None:
+        """ "NFC" or "NFKC": the Unicode normalization of text between special tokens before it
+        is pretokenized (Qwen's tokenizers apply NFC); None for none."""
+        return self._normalization
+
+    @property
+    def match_specials(self) -> bool:
+        """Whether `encode` matches the special tokens in text by default (False: only those a
+        call names in `allowed_special`, as Mistral's tokenizers, which never match them)."""
+        return self._match_specials
+
+    @property
+    def added_tokens(self) -> dict[str, AddedToken]:
+        """HF's options of the special tokens that have any (`AddedToken`)."""
+        return dict(self._added)
+
+    @property
+    def template(self) -> str | None:
+        """The special tokens around a text with `add_special_tokens=True`, in HF's notation
+        ("<s> $A"), or None."""
+        return self._template
+
+    def _rule(self) -> dict[str, Any]:
+        """How text becomes ids beyond vocabulary, merges and pattern: the keyword arguments
+        a copy of this tokenizer is built with."""
+        return {
+            "bpe": self._bpe,
+            "ignore_merges": self._ignore_merges,
+            "normalization": self._normalization,
+            "match_specials": self._match_specials,
+            "added_tokens": self._added,
+            "template": self._template,
+        }
 
     @property
     def n_vocab(self) -> int:
@@ -201,10 +269,9 @@ class Tokenizer(Encoder):
         """Pickles as its vocabulary, merges, special tokens and pattern (as tiktoken's
         `Encoding` does), so it can go to worker processes; the core is rebuilt there."""
         state = (self._vocab, self._merges, list(self._special_ids), self.pattern)
-        rule = {"ranks": self._ranks, "ignore_merges": self._ignore_merges}
         return (
             _rebuild,
-            (*state, self.unicode_version, self._roles, self._model_max_length, rule),
+            (*state, self.unicode_version, self._roles, self._model_max_length, self._rule()),
         )
 
     def with_special_tokens(
@@ -251,8 +318,7 @@ class Tokenizer(Encoder):
             model_max_length=self._model_max_length
             if model_max_length is None
             else model_max_length,
-            ranks=self._ranks,
-            ignore_merges=self._ignore_merges,
+            **self._rule(),
         )
         tok.unicode_version = self.unicode_version
         return tok
@@ -276,16 +342,23 @@ class Tokenizer(Encoder):
         *,
         allowed_special: AllowedSpecial = "all",
         disallowed_special: AllowedSpecial = (),
+        add_special_tokens: bool = False,
     ) -> list[int]:
-        """`encode` with options, or of a text to refuse (not a str) or mend (lone surrogates)."""
+        """`encode` with options, or of a text to refuse (not a str) or mend (lone surrogates).
+        `add_special_tokens` wraps the ids in the template's (transformers' flag; tiktoken and
+        CS336 add none, nor does bytepair by default)."""
         allowed = quick_policy(text, allowed_special, disallowed_special)
         if allowed is SLOW:
             allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
             refuse(check_str(text), disallowed)
         try:  # inline, not `_utf8`: per-document loops make millions of these calls
-            return self._encode(text, allowed)
+            ids = self._encode(text, allowed)
         except UnicodeEncodeError:
-            return self._encode(check_text(text), allowed)
+            ids = self._encode(check_text(text), allowed)
+        if check_flag("add_special_tokens", add_special_tokens):
+            before, after = self._wrap
+            return [*before, *ids, *after]
+        return ids
 
     def _encode_ordinary_mended(self, text: str) -> list[int]:
         """`encode_ordinary` of a text to refuse (not a str) or mend (lone surrogates)."""
@@ -298,13 +371,18 @@ class Tokenizer(Encoder):
         num_threads: int | None = None,
         allowed_special: AllowedSpecial = "all",
         disallowed_special: AllowedSpecial = (),
+        add_special_tokens: bool = False,
     ) -> list[list[int]]:
         """`[encode(t) for t in texts]`, in parallel on `num_threads` threads (default: all)."""
         texts = [check_str(t) for t in texts]
         allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
         for t in texts:
             refuse(t, disallowed)
-        return _utf8(self._encode_batch, texts, allowed, check_num_threads(num_threads))
+        out = _utf8(self._encode_batch, texts, allowed, check_num_threads(num_threads))
+        if check_flag("add_special_tokens", add_special_tokens):
+            before, after = self._wrap
+            return [[*before, *ids, *after] for ids in out]
+        return out
 
     def encode_ordinary_batch(
         self, texts: Sequence[str], *, num_threads: int | None = None
@@ -331,7 +409,7 @@ class Tokenizer(Encoder):
         if allowed is SLOW:
             allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
             refuse(check_str(text), disallowed)
-        small = self._n_vocab <= 1 << 16 if dtype is None else self._small_dtype(dtype)
+        small = self._small_dtype(dtype)
         try:
             return self._encode_to_numpy(text, allowed, small)
         except UnicodeEncodeError:
@@ -369,21 +447,7 @@ class Tokenizer(Encoder):
 
     def _small_dtype(self, dtype: npt.DTypeLike | None) -> bool:
         """Whether ids go out as uint16: when every id fits, unless `dtype` says uint32."""
-        fits = self._n_vocab <= 1 << 16
-        if dtype is None:
-            return fits
-        import numpy as np
-
-        wanted: np.dtype[np.generic] | None
-        try:
-            wanted = np.dtype(dtype)
-        except TypeError:
-            wanted = None
-        if wanted not in (np.uint16, np.uint32):
-            raise ValueError(f"dtype must be uint16 or uint32, got {dtype!r}")
-        if wanted == np.uint16 and not fits:
-            raise ValueError(f"dtype uint16 cannot hold ids up to {self.n_vocab - 1}; use uint32")
-        return bool(wanted == np.uint16)
+        return small_dtype(dtype, self._n_vocab)
 
     def encode_iterable(
         self,
@@ -402,48 +466,8 @@ class Tokenizer(Encoder):
         # ids by the list, chained in C: a Python generator yielding each id cost ~40 ns an
         # id, most of the time of a stream
         return itertools.chain.from_iterable(
-            self._encode_lists(iterable, allowed_special, disallowed_special)
+            stream_ids(self, self._special_ids, iterable, allowed_special, disallowed_special)
         )
-
-    def _encode_lists(
-        self,
-        iterable: Iterable[str],
-        allowed_special: AllowedSpecial,
-        disallowed_special: AllowedSpecial,
-    ) -> Iterator[list[int]]:
-        """`encode_iterable`'s ids, a list per encoded stretch of text."""
-        allowed, disallowed = policy(self._special_ids, allowed_special, disallowed_special)
-        keep = max((len(t) for t in disallowed), default=1) - 1  # a disallowed token may span a cut
-        done_tail = ""
-        pieces: list[str] = []
-        size = 0
-        threshold = _STREAM_CHARS
-        for piece in iterable:
-            if not isinstance(piece, str):
-                raise TypeError(f"encode_iterable takes str items, got {type(piece).__name__}")
-            pieces.append(piece)
-            size += len(piece)
-            if size < threshold:
-                continue
-            buffer = "".join(pieces)
-            held = ""
-            if "\ud800" <= buffer[-1] <= "\udbff":  # may pair with the next item's first char
-                buffer, held = buffer[:-1], buffer[-1]
-            buffer = check_text(buffer)
-            refuse(done_tail + buffer, disallowed)
-            ids, n_chars = self._encode_prefix(buffer, allowed)
-            if n_chars:
-                done_tail = buffer[max(0, n_chars - keep) : n_chars] if keep else ""
-                buffer = buffer[n_chars:]
-                threshold = len(buffer) + _STREAM_CHARS
-                yield ids
-            else:
-                threshold = 2 * len(buffer)  # no cut yet (e.g. one long word): wait for more
-            pieces = [buffer, held]
-            size = len(buffer) + len(held)
-        buffer = check_text("".join(pieces))
-        refuse(done_tail + buffer, disallowed)
-        yield self._encode_prefix(buffer, allowed, last=True)[0]
 
     # --- decoding ----------------------------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
@@ -517,8 +541,7 @@ def model_data(tok: Tokenizer) -> ModelData:
         tok.unicode_version,
         roles=tok.special_token_roles,
         model_max_length=tok.model_max_length,
-        ranks=tok.ranks,
-        ignore_merges=tok.ignore_merges,
+        **tok._rule(),
     )
 
 
@@ -528,49 +551,15 @@ def core_encoder(tok: Tokenizer) -> Encoder:
     return tok
 
 
-_NO_ARG = object()
-_R = TypeVar("_R")
-
-
-def _utf8(
-    call: Callable[..., _R],
-    texts: str | list[str],
-    allowed: list[str] | None,
-    b: object = _NO_ARG,
-    c: object = _NO_ARG,
-) -> _R:
-    """`call(texts, allowed[, b[, c]])`; if a text has lone surrogates, which UTF-8 cannot
-    encode (the core then refuses it with UnicodeEncodeError), again with every text fixed by
-    `check_text`. Checking every text first cost a UTF-8 copy of each non-ASCII one: ~10% of
-    the time of per-document encoding (perf), as the core makes that copy again. Fixed
-    arguments, not `*args`: a call then allocates no tuple, which the cyclic garbage collector
-    would track (per-document loops ran a collection every ~700 calls)."""
-    try:
-        return _call(call, texts, allowed, b, c)
-    except UnicodeEncodeError:
-        fixed = check_text(texts) if isinstance(texts, str) else [check_text(t) for t in texts]
-        return _call(call, fixed, allowed, b, c)
-
-
-def _call(
-    call: Callable[..., _R], texts: str | list[str], allowed: list[str] | None, b: object, c: object
-) -> _R:
-    if b is _NO_ARG:
-        return call(texts, allowed)
-    if c is _NO_ARG:
-        return call(texts, allowed, b)
-    return call(texts, allowed, b, c)
-
-
 def _rebuild(
     vocab: dict[int, bytes],
     merges: list[tuple[bytes, bytes]],
     specials: list[str],
-    pattern: str,
+    pattern: Pattern,
     unicode_version: str,
     roles: dict[str, str] | None = None,
     model_max_length: int | None = None,
-    rule: dict[str, bool] | None = None,
+    rule: dict[str, Any] | None = None,
 ) -> Tokenizer:
     """The Tokenizer of a pickle; roles, maximum length and rule have defaults because pickles
     made before they existed lack them."""

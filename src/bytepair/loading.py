@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ._core import UNICODE_VERSION
 from .encoding import Tokenizer
-from .formats import ModelData, read
-from .formats.tiktoken import from_ranks
+from .formats import ModelData, from_ranks, read
+from .patterns import Pattern
 
 __all__ = ["NAMES", "load", "save"]
 
@@ -28,6 +28,7 @@ NAMES = {
     "cl100k_base": ("cl100k_base", "cl100k"),
     "o200k": ("o200k_base", "o200k"),
     "o200k_base": ("o200k_base", "o200k"),
+    "o200k_harmony": ("o200k_harmony", "o200k"),
 }
 
 #: Unicode versions already warned about in this process (the warning is given once per version).
@@ -37,7 +38,7 @@ _warned_unicode: set[str] = set()
 def load(
     path: str | os.PathLike[str],
     *,
-    pattern: str | None = None,
+    pattern: Pattern | None = None,
     special_tokens: Iterable[str] | dict[str, int] | None = None,
 ) -> Tokenizer:
     """Reads a tokenizer from a folder or from any one file of a format, detected by name (a
@@ -61,8 +62,12 @@ def load(
             pattern=data.pattern,
             special_token_roles=data.roles,
             model_max_length=data.model_max_length,
-            ranks=data.ranks,
+            bpe=data.bpe,
             ignore_merges=data.ignore_merges,
+            normalization=data.normalization,
+            match_specials=data.match_specials,
+            added_tokens=data.added_tokens,
+            template=data.template,
         )
     except (TypeError, ValueError) as e:  # the parts parse but do not make a tokenizer
         raise ValueError(f"{file}: {e}") from None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import bytepair
 import reference as ref
-from bytepair import encoding
+from bytepair import _stream
 
 from . import gen
 from .common import Target, Violation, oracle_applies
@@ -56,11 +56,11 @@ def _gen(rng: random.Random) -> dict[str, object]:
 @contextlib.contextmanager
 def _stream_chars(n: int) -> Iterator[None]:
     """`encode_iterable` with a buffer of `n` characters, so it encodes prefixes all the time."""
-    saved, encoding._STREAM_CHARS = encoding._STREAM_CHARS, n
+    saved, _stream.STREAM_CHARS = _stream.STREAM_CHARS, n
     try:
         yield
     finally:
-        encoding._STREAM_CHARS = saved
+        _stream.STREAM_CHARS = saved
 
 
 def _check(inp: dict[str, object], workdir: Path) -> str:

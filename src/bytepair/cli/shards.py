@@ -24,6 +24,7 @@ from .parser import Commands
 if TYPE_CHECKING:
     from ..distributed.shards import CountsInfo
     from ..encoding import Tokenizer
+    from ..patterns import Pattern
     from ..train import TrainReport
 
 
@@ -116,7 +117,7 @@ def train_on_counts(args: argparse.Namespace) -> tuple[Tokenizer, TrainReport]:
         )
     specials = _counted_options(args, info)
     report = TrainReport(n_bytes=info.n_bytes, n_replaced=info.n_replaced)
-    pattern: str | None = info.pattern
+    pattern: Pattern | None = info.pattern
     base: Tokenizer | None = None
     if args.continue_from is not None:
         base = _counted_base(args.continue_from, info, specials)

@@ -19,6 +19,7 @@ from .._core import sum_blobs, table_of_blobs
 from .._progress import show_progress
 from ..count import CountStats, WordCounts
 from ..encoding import Tokenizer
+from ..patterns import Pattern
 from ..sources import Inputs, expand_inputs
 from ..train import ContinueFrom, TrainReport, after_counting, merge_stage
 from ..train.plan import plan
@@ -109,7 +110,7 @@ def train_on_ray(
     address: str | None = None,
     n_shards: int | None = None,
     n_parts: int | None = None,
-    pattern: str | None = None,
+    pattern: Pattern | None = None,
     num_threads: int = 1,
     errors: str = "replace",
     progress: bool | None = None,

@@ -19,7 +19,7 @@ from .._atomic import write_atomic
 from .._checks import check_special_tokens
 from .._core import counts_file_bytes, find_cuts, read_counts_file, read_counts_header
 from ..count import CountStats, WordCounts, count_ranges
-from ..patterns import resolve_pattern
+from ..patterns import Pattern, resolve_pattern
 from ..sources import Inputs, Source, expand_inputs, expand_paths, open_parquet, row_group_starts
 
 #: The `format` field of a `.bpc` file's metadata, and its version.
@@ -72,7 +72,7 @@ def plan_shards(
     n_shards: int,
     *,
     special_tokens: Iterable[str] | None = None,
-    pattern: str = "gpt2",
+    pattern: Pattern = "gpt2",
     jsonl_field: str = "text",
     column: str = "text",
 ) -> list[Shard]:
@@ -124,7 +124,7 @@ def plan_shards(
 
 
 def _cuts(
-    src: Source, targets: list[int], specials: list[str], regex: str, column: str
+    src: Source, targets: list[int], specials: list[str], regex: Pattern, column: str
 ) -> list[int]:
     """Where `src` may be cut for each of `targets` (offsets in it): at or before the target (the
     file's start when nothing nearer), or for JSON lines at the next line's start."""
@@ -160,7 +160,7 @@ class CountOptions(TypedDict):
     """`count_shard`'s options as a cluster job sends them to its tasks."""
 
     special_tokens: list[str]
-    pattern: str
+    pattern: Pattern
     errors: str
     num_threads: int
 
@@ -169,7 +169,7 @@ def count_shard(
     shard: Shard,
     *,
     special_tokens: Iterable[str] | None = None,
-    pattern: str = "gpt2",
+    pattern: Pattern = "gpt2",
     errors: str = "replace",
     num_threads: int | None = None,
     progress: Callable[[int], object] | None = None,
@@ -209,7 +209,7 @@ def save_counts(
     shard: Shard,
     *,
     special_tokens: Iterable[str] | None = None,
-    pattern: str = "gpt2",
+    pattern: Pattern = "gpt2",
     errors: str = "replace",
     stats: CountStats | None = None,
     n_parts: int = DEFAULT_PARTS,
@@ -240,7 +240,7 @@ def save_counts(
 class CountsInfo:
     """What a complete set of `.bpc` files says: the options they were counted with, totals."""
 
-    pattern: str = ""
+    pattern: Pattern = ""
     special_tokens: list[str] = field(default_factory=list)
     errors: str = "replace"
     n_shards: int = 0

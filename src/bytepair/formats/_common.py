@@ -13,6 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._checks import MAX_TOKEN_ID
+from .._core import canonical_merges
+from .._specials import AddedToken
+from ..patterns import Pattern
+
+
+class CannotHold(ValueError):
+    """A format cannot express a tokenizer (tiktoken's rule in a merge list, a normalization in
+    a `.tiktoken`, ...): `save` without `formats=` leaves that format out; naming it is an error."""
 
 
 @dataclass
@@ -21,24 +29,58 @@ class ModelData:
     order given; `roles` maps transformers' role (`eos_token`, ...) → special token;
     `unicode_version` and `roles` are None when the format does not record them, and
     `model_max_length` when it is unknown. `loading.py` turns it into a `Tokenizer`, and
-    `encoding.model_data` a `Tokenizer` into it. `ranks`: encoded by tiktoken's rule (ids are
-    ranks; `merges` then hold those HF's converter derives, for formats that need them);
-    `ignore_merges`: a pretoken that is a token is that token (HF's flag)."""
+    `encoding.model_data` a `Tokenizer` into it. `bpe`: the order of merging, "gpt2", "hf" or
+    "tiktoken" (`Tokenizer`; with "tiktoken", `merges` hold those HF's converter derives, for
+    formats that need them);
+    `ignore_merges`: a pretoken that is a token is that token (HF's flag); `normalization`:
+    "NFC" or "NFKC" before pretokenizing, or None; `match_specials`: False where special tokens
+    are matched in text only when a call names them (Mistral's control tokens);
+    `added_tokens`: HF's options of the special tokens that have any; `template`: the special
+    tokens around a text when a call asks for them, in HF's notation ("<s> $A")."""
 
     vocab: dict[int, bytes]
     merges: list[tuple[bytes, bytes]]
     special_tokens: dict[str, int] = field(default_factory=dict)
-    pattern: str = "gpt2"
+    pattern: Pattern = "gpt2"
     unicode_version: str | None = None
     roles: dict[str, str] | None = None
     model_max_length: int | None = None
-    ranks: bool = False
+    bpe: str = "gpt2"
     ignore_merges: bool = False
+    normalization: str | None = None
+    match_specials: bool = True
+    added_tokens: dict[str, AddedToken] = field(default_factory=dict)
+    template: str | None = None
 
     def plain_tokens(self) -> dict[int, bytes]:
         """Id → bytes of every token that is not a special token."""
         special_ids = set(self.special_tokens.values())
         return {i: b for i, b in sorted(self.vocab.items()) if i not in special_ids}
+
+
+def refuse_unmatched_specials(data: ModelData, target: str, options: bool = True) -> None:
+    """Formats whose readers match every special token as it is cannot hold a tokenizer that
+    does not; nor, unless `options` is False (HF's own), HF's options of added tokens or a
+    template."""
+    what = (
+        "matches its special tokens in text only when a call names them (as Mistral's)"
+        if not data.match_specials
+        else f"gives special tokens HF's options ({_some(sorted(data.added_tokens))})"
+        if data.added_tokens and options
+        else f"wraps texts in the template {data.template!r} when asked"
+        if data.template and options
+        else None
+    )
+    if what:
+        raise CannotHold(
+            f"cannot save to {target}: the tokenizer {what}, which {target} cannot say; leave "
+            f"this format out. Nothing was written."
+        )
+
+
+def _some(names: list[str]) -> str:
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return ", ".join(names[:3]) + more
 
 
 @functools.cache
@@ -181,7 +223,7 @@ def gpt2_vocab_json(data: ModelData, target: str) -> dict[str, int]:
     for i, b in sorted(data.vocab.items()):
         key = special_ids[i] if i in special_ids else encode_token(b)
         if key in out:
-            raise ValueError(
+            raise CannotHold(
                 f"cannot save to {target}: token {i} ({b!r}) and token {out[key]} are both "
                 f"written {key!r} there (a special token's text equals another token's GPT-2 "
                 f"form, or two tokens have the same bytes); rename the special token or leave "
@@ -189,3 +231,37 @@ def gpt2_vocab_json(data: ModelData, target: str) -> dict[str, int]:
             )
         out[key] = i
     return out
+
+
+def from_ranks(
+    ranks: dict[bytes, int],
+    specials: dict[str, int],
+    pattern: Pattern,
+    where: object,
+    specials_where: object = None,
+) -> ModelData:
+    """The model of tiktoken's ranks (token bytes → rank = id) and special tokens, as a
+    `.tiktoken` file or a `tiktoken.Encoding` holds them; `where` names the source in messages.
+    The merges are those HF's converter derives (tiktoken's BPE of each token's bytes with lower
+    ranks only ends in two tokens). Where every token has one, they encode as tiktoken does
+    (OpenAI's files); where some have none (Llama 3's 678 tokens), the model keeps tiktoken's
+    rule (`ranks`), which bytepair's encoder follows exactly."""
+    vocab = {r: b for b, r in ranks.items()}
+    gaps = set(range(max(vocab, default=-1) + 1)) - set(vocab) - set(specials.values())
+    if gaps:
+        raise ValueError(
+            f"{where}: the ranks skip {len(gaps):,} number(s) below the largest, the first "
+            f"{min(gaps)}, and no special token takes them: a tiktoken rank file ranks its "
+            f"tokens 0, 1, 2, ... (the file is damaged, or lines were removed)"
+        )
+    # one name an id: o200k_harmony also calls <|endofprompt|>'s 200018 <|reserved_200018|>,
+    # which a bytepair tokenizer, whose ids have one text each, leaves out
+    by_id: dict[int, str] = {}
+    for token, i in specials.items():
+        by_id.setdefault(i, token)
+    specials = {token: i for i, token in by_id.items()}
+    for token, i in specials.items():
+        vocab.setdefault(i, utf8(token, specials_where or where))
+    merges, unmade = canonical_merges(list(ranks.items()))
+    pairs = [(a, b) for a, b in merges]
+    return ModelData(vocab, pairs, specials, pattern, bpe="tiktoken" if unmade else "gpt2")

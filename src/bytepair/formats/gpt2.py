@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from ._common import (
+    CannotHold,
     ModelData,
     bytes_to_unicode,
     check_id,
@@ -19,6 +20,7 @@ from ._common import (
     is_gpt2_text,
     read_json,
     read_text,
+    refuse_unmatched_specials,
     starts_like_hf,
     utf8,
 )
@@ -148,9 +150,16 @@ def _check_tokens(
 def render(data: ModelData) -> dict[str, str]:
     """File name → content; refuses what a merge list cannot say (tiktoken's rule, whole
     tokens first)."""
-    if data.ranks or data.ignore_merges:
-        how = "by tiktoken's rule for ranks" if data.ranks else "with whole tokens first"
-        raise ValueError(
+    refuse_unmatched_specials(data, "vocab.json + merges.txt")
+    if data.bpe == "tiktoken" or data.ignore_merges or data.normalization:
+        how = (
+            "by tiktoken's rule for ranks"
+            if data.bpe == "tiktoken"
+            else "with whole tokens first"
+            if data.ignore_merges
+            else f"after {data.normalization} normalization"
+        )
+        raise CannotHold(
             f"cannot save to vocab.json + merges.txt: the tokenizer encodes {how}, which a merge "
             f"list cannot say (GPT-2's files hold no such option); leave this format out. "
             f"Nothing was written."

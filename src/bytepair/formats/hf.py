@@ -12,9 +12,20 @@ import json
 import re
 from pathlib import Path
 
-from ..patterns import CL100K_PATTERN, GPT2_PATTERN, PRESETS
+from .._checks import NORMALIZATIONS
+from .._specials import PLAIN, AddedToken, template_ids
+from ..patterns import (
+    BEHAVIORS,
+    CL100K_PATTERN,
+    GPT2_PATTERN,
+    PRESETS,
+    Pattern,
+    Split,
+    resolve_pattern,
+)
 from . import hf_config
 from ._common import (
+    CannotHold,
     ModelData,
     check_id,
     decode_token,
@@ -22,6 +33,7 @@ from ._common import (
     gpt2_vocab_json,
     read_json,
     read_text,
+    refuse_unmatched_specials,
     starts_like_hf,
     utf8,
 )
@@ -48,13 +60,15 @@ def matches(path: Path) -> bool:
 
 
 def hf_regex(pattern: str) -> str:
-    """The form of `pattern` for HF's Split (Oniguruma) that splits text the same way."""
-    pattern = PRESETS.get(pattern, pattern)
+    """The form of a regex (or a preset's name) for HF's Split (Oniguruma) that splits text the
+    same way."""
+    named = PRESETS.get(pattern, pattern)
+    pattern = named if isinstance(named, str) else pattern
     if pattern in _HF_FORMS:
         return _HF_FORMS[pattern]
     found = _POSSESSIVE_INTERVAL.search(pattern)
     if found:
-        raise ValueError(
+        raise CannotHold(
             f"cannot save to tokenizer.json: the pattern's possessive {found.group()!r} means "
             f"'repeat {found.group()[:-1]} one or more times' in HF tokenizers' regex engine "
             f"(Oniguruma); write it as an atomic group (?>X{found.group()[:-1]}), or leave "
@@ -66,25 +80,23 @@ def hf_regex(pattern: str) -> str:
 def render(data: ModelData) -> dict[str, str]:
     """File name → content."""
     specials = [
-        {
-            "id": i,
-            "content": t,
-            "single_word": False,
-            "lstrip": False,
-            "rstrip": False,
-            "normalized": False,
-            "special": True,
-        }
+        {"id": i, "content": t} | _flags(data.added_tokens.get(t, PLAIN))
         for t, i in data.special_tokens.items()
     ]
+    gpt2_vocab_json(data, "tokenizer.json")  # HF loses a special token written as a token is
     plain = ModelData(data.plain_tokens(), data.merges)
-    merges = every_split(plain.vocab) if data.ranks else data.merges
-    split = {
-        "type": "Split",
-        "pattern": {"Regex": hf_regex(data.pattern)},
-        "behavior": "Isolated",
-        "invert": False,
-    }
+    merges = every_split(plain.vocab) if data.bpe == "tiktoken" else data.merges
+    refuse_unmatched_specials(data, "tokenizer.json", options=False)
+    pattern = resolve_pattern(data.pattern)
+    splits = [
+        {
+            "type": "Split",
+            "pattern": {"Regex": hf_regex(step.regex)},
+            "behavior": step.behavior,
+            "invert": step.invert,
+        }
+        for step in map(_as_split, (pattern,) if isinstance(pattern, str) else pattern)
+    ]
     byte_level = {
         "type": "ByteLevel",
         "add_prefix_space": False,
@@ -96,9 +108,9 @@ def render(data: ModelData) -> dict[str, str]:
         "truncation": None,
         "padding": None,
         "added_tokens": specials,
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, byte_level]},
-        "post_processor": None,
+        "normalizer": {"type": data.normalization} if data.normalization else None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [*splits, byte_level]},
+        "post_processor": _post_processor(data),
         "decoder": {
             "type": "ByteLevel",
             "add_prefix_space": True,
@@ -113,12 +125,50 @@ def render(data: ModelData) -> dict[str, str]:
             "end_of_word_suffix": None,
             "fuse_unk": False,
             "byte_fallback": False,
-            "ignore_merges": data.ranks or data.ignore_merges,
+            "ignore_merges": data.bpe == "tiktoken" or data.ignore_merges,
             "vocab": gpt2_vocab_json(plain, "tokenizer.json"),
             "merges": [f"{encode_token(a)} {encode_token(b)}" for a, b in merges],
         },
     }
     return {FILE: json.dumps(doc, ensure_ascii=False, indent=2) + "\n", **hf_config.render(data)}
+
+
+def _as_split(step: str | Split) -> Split:
+    return step if isinstance(step, Split) else Split(step)
+
+
+def _flags(token: AddedToken) -> dict[str, bool]:
+    return {
+        "single_word": token.single_word,
+        "lstrip": token.lstrip,
+        "rstrip": token.rstrip,
+        "normalized": token.normalized,
+        "special": token.special,
+    }
+
+
+def _post_processor(data: ModelData) -> dict[str, object] | None:
+    """A `TemplateProcessing` of the template (pairs of texts get it around each), or None."""
+    if not data.template:
+        return None
+    ids = data.special_tokens
+    single: list[dict[str, object]] = []
+    for part in data.template.split():
+        if part.split(":")[0] in ("$A", "$0", "$"):
+            single.append({"Sequence": {"id": "A", "type_id": 0}})
+        else:
+            single.append({"SpecialToken": {"id": part, "type_id": 0}})
+    pair = [
+        *single,
+        *({"Sequence": {"id": "B", "type_id": 1}} if "Sequence" in p else p for p in single),
+    ]
+    used = [p for p in data.template.split() if p in ids]
+    return {
+        "type": "TemplateProcessing",
+        "single": single,
+        "pair": pair,
+        "special_tokens": {t: {"id": t, "ids": [ids[t]], "tokens": [t]} for t in used},
+    }
 
 
 def every_split(vocab: dict[int, bytes]) -> list[tuple[bytes, bytes]]:
@@ -154,8 +204,8 @@ class _Doc:
         shown = json.dumps(value)[:200]
         return self.error(
             f"unsupported {part} {shown}: bytepair loads byte-level BPE files whose pre-tokenizer "
-            f"is Split(Regex, Isolated) + ByteLevel(use_regex=false) or ByteLevel alone, with no "
-            f"normalizer",
+            f"is ByteLevel, or a Sequence of Split (Regex or String, Isolated), Digits and "
+            f"ByteLevel (add_prefix_space false)",
             value if isinstance(value, str) else None,
         )
 
@@ -167,10 +217,10 @@ def read(path: Path) -> ModelData:
     doc = f.doc
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise f.error("not an HF tokenizer.json (no 'model' object)")
-    if doc.get("normalizer") is not None:
-        raise f.unsupported("normalizer", doc["normalizer"])
+    normalization = _normalizer(f, doc.get("normalizer"))
     pattern = _pattern(f, doc.get("pre_tokenizer"))
-    specials = _added_tokens(f, doc.get("added_tokens") or [])
+    specials, added = _added_tokens(f, doc.get("added_tokens") or [])
+    template = _template(f, doc.get("post_processor"), specials)
     vocab, merges = _model(f, doc["model"], specials)
     roles, max_length = hf_config.read(path.parent, specials) if path.name == FILE else (None, None)
     ignore = doc["model"].get("ignore_merges", False)
@@ -184,63 +234,146 @@ def read(path: Path) -> ModelData:
         roles=roles,
         model_max_length=max_length,
         ignore_merges=ignore,
+        normalization=normalization,
+        bpe="hf",
+        added_tokens=added,
+        template=template,
     )
 
 
-def _pattern(f: _Doc, pre: object) -> str:
-    if not isinstance(pre, dict):
+def _normalizer(f: _Doc, value: object) -> str | None:
+    """The normalization of a `normalizer`: none, NFC, NFKC, or a `Sequence` of them (NFKC if
+    one is, since NFC then NFKC is NFKC, and NFKC's text is NFC). Others are refused by name."""
+    if value is None:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind in NORMALIZATIONS:
+        return str(kind)
+    steps = value.get("normalizers") if isinstance(value, dict) else None
+    if kind != "Sequence" or not isinstance(steps, list):
+        raise f.error(
+            f"unsupported normalizer {json.dumps(value)[:200]}: bytepair applies none, NFC, "
+            f"NFKC, or a Sequence of them"
+        )
+    forms = {_normalizer(f, step) for step in steps}
+    return "NFKC" if "NFKC" in forms else "NFC" if "NFC" in forms else None
+
+
+def _pattern(f: _Doc, pre: object) -> Pattern:
+    """The pattern of a pre-tokenizer: `ByteLevel` (GPT-2's regex, or none with
+    `use_regex: false`), `Split` (a regex or a string, any behaviour, `invert`), `Digits`, or a
+    `Sequence` of them, whose steps split the pieces of the ones before. A byte-level BPE has
+    its `ByteLevel`; a part outside these is refused by name."""
+    steps = (
+        pre.get("pretokenizers")
+        if isinstance(pre, dict) and pre.get("type") == "Sequence"
+        else [pre]
+    )
+    if not isinstance(steps, list):
         raise f.unsupported("pre_tokenizer", pre)
-    if pre.get("type") == "ByteLevel":
-        if pre.get("use_regex", True) and not pre.get("add_prefix_space", False):
-            return GPT2_PATTERN  # HF's ByteLevel regex is GPT-2's pattern
-        raise f.unsupported("pre_tokenizer", pre)
-    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else None
-    if not isinstance(steps, list) or len(steps) != 2:
-        raise f.unsupported("pre_tokenizer", pre)
-    split, byte_level = steps
-    if not isinstance(split, dict):
-        raise f.unsupported("first pre-tokenizer", split)
-    if not (
-        isinstance(byte_level, dict)
-        and byte_level.get("type") == "ByteLevel"
-        and byte_level.get("use_regex") is False
-        and not byte_level.get("add_prefix_space", False)
-    ):
-        raise f.unsupported("second pre-tokenizer", byte_level)
+    regexes: list[str | Split] = []
+    byte_level = False
+    for step in steps:
+        kind = step.get("type") if isinstance(step, dict) else None
+        if kind == "ByteLevel":
+            if step.get("add_prefix_space", True):  # HF's default when absent
+                raise f.unsupported("pre_tokenizer ByteLevel with add_prefix_space=true", step)
+            byte_level = True
+            if step.get("use_regex", True):
+                regexes.append(GPT2_PATTERN)  # HF's ByteLevel regex is GPT-2's pattern
+        elif kind == "Digits":
+            regexes.append(r"\p{N}" if step.get("individual_digits") else r"\p{N}+")
+        elif kind == "Split":
+            regexes.append(_split(f, step))
+        else:
+            raise f.unsupported("pre_tokenizer", step)
+    if not byte_level or not regexes:
+        raise f.unsupported("pre_tokenizer (not byte-level BPE: no ByteLevel, or no split)", pre)
+    return resolve_pattern(tuple(regexes))
+
+
+def _split(f: _Doc, split: dict[str, object]) -> str | Split:
+    """A `Split` step (a `String` pattern matches itself)."""
     pattern = split.get("pattern")
     regex = pattern.get("Regex") if isinstance(pattern, dict) else None
-    if not (
-        split.get("type") == "Split"
-        and isinstance(regex, str)
-        and regex
-        and split.get("behavior") == "Isolated"
-        and split.get("invert") is False
-    ):
-        raise f.unsupported(
-            "Split pre-tokenizer (need a Regex pattern, Isolated, invert false)", split
-        )
-    return _FROM_HF.get(regex, regex)
+    text = pattern.get("String") if isinstance(pattern, dict) else None
+    if isinstance(text, str) and text:
+        # in a group: a literal of letters alone would read as a preset's name
+        regex = "(?:" + re.sub(r"([\\.+*?()|\[\]{}^$#&\-~])", r"\\\1", text) + ")"
+    if not isinstance(regex, str) or not regex:
+        raise f.unsupported("Split pre-tokenizer (need a Regex or String pattern)", split)
+    behavior, invert = split.get("behavior"), split.get("invert", False)
+    if behavior not in BEHAVIORS:
+        raise f.unsupported("Split behavior", split)
+    if not isinstance(invert, bool):
+        raise f.unsupported("Split invert", split)
+    regex = _FROM_HF.get(regex, regex)
+    return regex if (behavior, invert) == ("Isolated", False) else Split(regex, behavior, invert)
 
 
-def _added_tokens(f: _Doc, added: object) -> dict[str, int]:
-    """Added tokens become special tokens: HF matches both kinds in raw text before the
-    pre-tokenizer, as bytepair matches special tokens. Options that change the match are refused."""
+def _added_tokens(f: _Doc, added: object) -> tuple[dict[str, int], dict[str, AddedToken]]:
+    """Added tokens become special tokens (HF matches both kinds in text before the
+    pre-tokenizer), with their options where they have any."""
     if not isinstance(added, list):
         raise f.error("'added_tokens' must be a list")
-    out: dict[str, int] = {}
+    ids: dict[str, int] = {}
+    options: dict[str, AddedToken] = {}
     for entry in added:
         content = entry.get("content") if isinstance(entry, dict) else None
         if not isinstance(content, str) or not content:
             raise f.error(f"added token {entry!r} has no 'content' string")
-        for flag in ("single_word", "lstrip", "rstrip"):
-            if entry.get(flag):
-                raise f.error(
-                    f"added token {content!r} has {flag}=true, which bytepair does not "
-                    f"support (special tokens match their exact text)",
-                    content,
-                )
-        out[content] = check_id(entry.get("id"), f.path, f"added token {content!r}")
-    return out
+        assert isinstance(entry, dict)
+        flags = {}
+        for flag, default in (*_FLAGS, ("special", False)):
+            value = entry.get(flag, default)
+            if not isinstance(value, bool):
+                raise f.error(f"added token {content!r}: {flag} must be true or false", content)
+            flags[flag] = value
+        ids[content] = check_id(entry.get("id"), f.path, f"added token {content!r}")
+        token = AddedToken(**flags)
+        if token != PLAIN:
+            options[content] = token
+    return ids, options
+
+
+#: HF's options of an added token, and their defaults where a file leaves one out (HF's
+#: `AddedToken::default()`).
+_FLAGS = (("single_word", False), ("lstrip", False), ("rstrip", False), ("normalized", True))
+
+
+def _template(f: _Doc, post: object, ids: dict[str, int]) -> str | None:
+    """The special tokens a post-processor puts around one text, in HF's notation: from a
+    `TemplateProcessing` (its `single`), `RobertaProcessing`/`BertProcessing` (`cls`, `sep`),
+    or a `Sequence` of them; `ByteLevel` adds none (it trims offsets)."""
+    kind = post.get("type") if isinstance(post, dict) else None
+    if post is None or kind == "ByteLevel":
+        return None
+    assert isinstance(post, dict)
+    if kind == "Sequence" and isinstance(post.get("processors"), list):
+        found = [t for t in (_template(f, p, ids) for p in post["processors"]) if t]
+        if len(found) > 1:
+            raise f.unsupported("post_processor (several templates in a Sequence)", post)
+        return found[0] if found else None
+    if kind in ("RobertaProcessing", "BertProcessing"):
+        cls, sep = post.get("cls"), post.get("sep")
+        if isinstance(cls, list) and isinstance(sep, list) and cls and sep:
+            return f"{cls[0]} $A {sep[0]}"
+    if kind == "TemplateProcessing" and isinstance(post.get("single"), list):
+        parts = []
+        for piece in post["single"]:
+            if isinstance(piece, dict) and isinstance(piece.get("Sequence"), dict):
+                parts.append("$A")
+            elif isinstance(piece, dict) and isinstance(piece.get("SpecialToken"), dict):
+                parts.append(str(piece["SpecialToken"].get("id")))
+            else:
+                raise f.unsupported("post_processor template piece", piece)
+        template = " ".join(parts)
+        try:
+            template_ids(template, ids)
+        except ValueError as e:
+            raise f.error(f"post_processor: {e}") from None
+        return template
+    raise f.unsupported("post_processor", post)
 
 
 def _model(

@@ -10,11 +10,14 @@ from __future__ import annotations
 import base64
 import json
 import re
+from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any
 
-from .._checks import MAX_TOKEN_ID
+from .._checks import BPE_ORDERS, MAX_TOKEN_ID, NORMALIZATIONS
 from .._roles import ROLES
-from ..patterns import GPT2_PATTERN
+from .._specials import AddedToken
+from ..patterns import GPT2_PATTERN, Pattern, Split, resolve_pattern
 from ._common import ModelData, read_text
 
 NAME = "bytepair"
@@ -119,25 +122,76 @@ class _Lines:
         return value
 
 
+def _pattern(lines: _Lines, text: str) -> Pattern:
+    """A JSON string (one regex) or list (steps: regexes and `[regex, behavior, invert]`)."""
+    if not text.startswith("["):
+        return lines.json_str(text, "pattern")
+    try:
+        value = json.loads(text)
+        steps = tuple(step if isinstance(step, str) else Split(*step) for step in value)
+        return resolve_pattern(steps)
+    except (ValueError, TypeError, RecursionError) as e:  # JSONDecodeError, deep nesting
+        raise lines.error(f"bad JSON of a pattern's steps ({getattr(e, 'msg', e)})") from None
+
+
 def options_of(data: ModelData) -> dict[str, object]:
-    """The `options` line: how text becomes ids beyond the pattern and the merges."""
-    return {"ranks": data.ranks, "ignore_merges": data.ignore_merges}
+    """The `options` line: how text becomes ids beyond the pattern and the merges (HF's options
+    of added tokens and a template only where there are any)."""
+    options: dict[str, object] = {
+        "bpe": data.bpe,
+        "ignore_merges": data.ignore_merges,
+        "normalization": data.normalization,
+        "match_specials": data.match_specials,
+    }
+    if data.added_tokens:
+        options["added_tokens"] = {t: asdict(o) for t, o in data.added_tokens.items()}
+    if data.template:
+        options["template"] = data.template
+    return options
 
 
-def _options(lines: _Lines) -> dict[str, bool]:
-    """The `options` line, checked: known keys, each True or False."""
+#: Each option's allowed values (the first the default).
+_OPTIONS: dict[str, tuple[object, ...]] = {
+    "bpe": BPE_ORDERS,
+    "ignore_merges": (False, True),
+    "normalization": (None, *NORMALIZATIONS),
+    "match_specials": (True, False),
+}
+
+
+def _options(lines: _Lines) -> dict[str, Any]:
+    """The `options` line, checked: known keys, each one of its values."""
     text = lines.section("options")[1]
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
         value = None
-    defaults = {"ranks": False, "ignore_merges": False}
-    if not isinstance(value, dict) or set(value) - set(defaults):
-        raise lines.error(f"expected 'options' and a JSON object with keys {list(defaults)}")
-    for key, flag in value.items():
-        if not isinstance(flag, bool):
-            raise lines.error(f"option {key!r} must be true or false, got {flag!r}")
-    return defaults | value
+    keys = [*_OPTIONS, "added_tokens", "template"]
+    if not isinstance(value, dict) or set(value) - set(keys):
+        raise lines.error(f"expected 'options' and a JSON object with keys {keys}")
+    added = value.pop("added_tokens", {})
+    template = value.pop("template", None)
+    for key, given in value.items():
+        if not any(given is v or (isinstance(v, str) and given == v) for v in _OPTIONS[key]):
+            raise lines.error(f"option {key!r} must be one of {_OPTIONS[key]}, got {given!r}")
+    if template is not None and not isinstance(template, str):
+        raise lines.error(f"option 'template' must be a string like '<s> $A', got {template!r}")
+    names = {f.name for f in fields(AddedToken)}
+    tokens: dict[str, AddedToken] = {}
+    for token, flags in added.items() if isinstance(added, dict) else [(None, None)]:
+        if not (
+            isinstance(token, str)
+            and isinstance(flags, dict)
+            and set(flags) <= names
+            and all(isinstance(v, bool) for v in flags.values())
+        ):
+            raise lines.error(
+                f"option 'added_tokens' must map each token to its flags ({sorted(names)}, "
+                f"true or false), got {token!r}: {flags!r}"
+            )
+        tokens[token] = AddedToken(**flags)
+    defaults = {key: values[0] for key, values in _OPTIONS.items()}
+    return defaults | value | {"added_tokens": tokens, "template": template}
 
 
 def _is_number(text: str) -> bool:
@@ -158,7 +212,7 @@ def read(path: Path) -> ModelData:
         unicode = lines.section("unicode")[1]
         if not re.fullmatch(r"\d+\.\d+\.\d+", unicode):
             raise lines.error(f"expected 'unicode <version>' like 16.0.0, got {unicode!r}")
-    pattern = lines.json_str(lines.section("pattern")[1], "pattern")
+    pattern = _pattern(lines, lines.section("pattern")[1])
     options = _options(lines) if header == MODEL_HEADER else {}
     specials: dict[str, int] = {}
     for _ in range(lines.count("specials")):
@@ -211,7 +265,7 @@ def _roles(lines: _Lines, specials: dict[str, int]) -> tuple[dict[str, str], int
     return roles, None if value == "none" else int(value)
 
 
-def _v1_unicode(pattern: str) -> str:
+def _v1_unicode(pattern: Pattern) -> str:
     """The classes a v1 file was trained with: the GPT-2 scanner then had the Python `regex`
     package's (Unicode 17.0.0), other patterns ran on fancy-regex with regex-syntax 0.8.12's."""
     return "17.0.0" if pattern == GPT2_PATTERN else "16.0.0"

@@ -12,10 +12,18 @@ import binascii
 import json
 from pathlib import Path
 
-from .._core import canonical_merges
+from .._core import pretokenizer_kind
 from .._spans import spans_words
-from ..patterns import PRESETS
-from ._common import ModelData, check_id, read_json, read_text, utf8
+from ..patterns import FAMILIES, Pattern, preset_of, resolve_pattern
+from ._common import (
+    CannotHold,
+    ModelData,
+    check_id,
+    from_ranks,
+    read_json,
+    read_text,
+    refuse_unmatched_specials,
+)
 
 NAME = "tiktoken"
 FILE = "tokenizer.tiktoken"
@@ -44,8 +52,15 @@ def joins_words(data: ModelData) -> bool:
 def render(data: ModelData, name: str = FILE) -> dict[str, str]:
     """File name → content; refuses ids out of merge order (tiktoken would merge otherwise), and
     superword tokenizers (`joins_words`)."""
+    refuse_unmatched_specials(data, ".tiktoken")
+    if data.normalization:
+        raise CannotHold(
+            f"cannot save to .tiktoken: the tokenizer applies {data.normalization} first, which "
+            f"tiktoken does not (its files hold no normalization); leave this format out. "
+            f"Nothing was written."
+        )
     if joins_words(data):
-        raise ValueError(
+        raise CannotHold(
             "cannot save to .tiktoken: the tokenizer's tokens span words (superword training), "
             "and tiktoken, which merges the pair whose joined bytes rank lowest, could encode "
             "them differently; leave this format out. Nothing was written."
@@ -53,7 +68,7 @@ def render(data: ModelData, name: str = FILE) -> dict[str, str]:
     plain = data.plain_tokens()
     id_of = {b: i for i, b in plain.items()}
     if len(id_of) != len(plain):
-        raise ValueError(
+        raise CannotHold(
             "cannot save to .tiktoken: two tokens have the same bytes (tiktoken ranks are "
             "keyed by bytes); leave this format out. Nothing was written."
         )
@@ -61,7 +76,7 @@ def render(data: ModelData, name: str = FILE) -> dict[str, str]:
     for n, (a, b) in enumerate(data.merges):
         made = id_of.get(a + b, -1)
         if made <= max(last, id_of.get(a, 0), id_of.get(b, 0)):
-            raise ValueError(
+            raise CannotHold(
                 f"cannot save to .tiktoken: merge {n} makes token id {made}, which is not above "
                 f"the ids of earlier merges and of its parts; tiktoken applies merges in id "
                 f"order, so it would encode differently. Leave this format out. Nothing was "
@@ -69,9 +84,21 @@ def render(data: ModelData, name: str = FILE) -> dict[str, str]:
             )
         last = made
     lines = "".join(f"{base64.b64encode(t).decode('ascii')} {i}\n" for i, t in plain.items())
+    pattern = resolve_pattern(data.pattern)
+    if isinstance(pattern, tuple):
+        raise CannotHold(
+            "cannot save to .tiktoken: the tokenizer splits text with several regexes in turn, "
+            "and a .tiktoken's pattern is one; leave this format out. Nothing was written."
+        )
+    if pretokenizer_kind(pattern) in ("sequence", "nested"):
+        raise CannotHold(
+            "cannot save to .tiktoken: the pattern may leave text unmatched, which bytepair keeps "
+            "as pieces (as HF's Split does) and tiktoken drops; add an alternative that matches "
+            "the rest (e.g. |\\s+|.) or leave this format out. Nothing was written."
+        )
     sidecar = {
         "name": Path(name).name.removesuffix(SUFFIX),
-        "pat_str": PRESETS.get(data.pattern, data.pattern),
+        "pat_str": pattern,
         "special_tokens": data.special_tokens,
     }
     sidecar_text = json.dumps(sidecar, ensure_ascii=False, indent=1) + "\n"
@@ -81,11 +108,13 @@ def render(data: ModelData, name: str = FILE) -> dict[str, str]:
 def read(
     path: Path,
     *,
-    pattern: str | None = None,
+    pattern: Pattern | None = None,
     special_tokens: dict[str, int] | list[str] | None = None,
 ) -> ModelData:
-    """Parses a `.tiktoken` file and its sidecar (or `pattern=`, `special_tokens=` without
-    one). Either file may be given."""
+    """Parses a tiktoken rank file (`NAME.tiktoken`, Llama's `tokenizer.model`) and its sidecar,
+    or `pattern=` and `special_tokens=` without one: a preset's name as the pattern also gives
+    its family's special tokens after the ranks (unless `special_tokens=` says otherwise) and
+    normalization (Qwen's NFC). Either file may be given."""
     if path.name.endswith(".json"):
         path = path.with_name(path.name.removesuffix(".json"))
     ranks = _read_ranks(path)
@@ -99,34 +128,19 @@ def read(
         pattern, specials = _read_sidecar(sidecar)
     elif pattern is None:
         raise ValueError(
-            f"{path}: a .tiktoken file holds no pattern and its sidecar {sidecar.name} is "
-            f"missing; pass pattern= (a preset name such as 'cl100k' or 'gpt2', or the regex) "
-            f"and special_tokens= ({{token: id}}) to load it"
+            f"{path}: a tiktoken rank file holds no pattern and its sidecar {sidecar.name} is "
+            f"missing; pass pattern= (a preset: {', '.join(p.names[0] for p in FAMILIES)}; or "
+            f"the regex) and, if not the preset's, special_tokens= ({{token: id}})"
         )
     else:
+        family = preset_of(pattern) if isinstance(pattern, str) else None
+        if special_tokens is None and family is not None:
+            special_tokens = list(family.special_tokens)
         specials = _given_specials(special_tokens, max(ranks.values(), default=-1) + 1, path)
+        data = from_ranks(ranks, specials, pattern, path)
+        data.normalization = family.normalization if family is not None else None
+        return data
     return from_ranks(ranks, specials, pattern, path, sidecar if sidecar.exists() else path)
-
-
-def from_ranks(
-    ranks: dict[bytes, int],
-    specials: dict[str, int],
-    pattern: str,
-    where: object,
-    specials_where: object = None,
-) -> ModelData:
-    """The model of tiktoken's ranks (token bytes → rank = id) and special tokens, as a
-    `.tiktoken` file or a `tiktoken.Encoding` holds them; `where` names the source in messages.
-    The merges are those HF's converter derives (tiktoken's BPE of each token's bytes with lower
-    ranks only ends in two tokens). Where every token has one, they encode as tiktoken does
-    (OpenAI's files); where some have none (Llama 3's 678 tokens), the model keeps tiktoken's
-    rule (`ranks`), which bytepair's encoder follows exactly."""
-    vocab = {r: b for b, r in ranks.items()}
-    for token, i in specials.items():
-        vocab.setdefault(i, utf8(token, specials_where or where))
-    merges, unmade = canonical_merges(list(ranks.items()))
-    pairs = [(a, b) for a, b in merges]
-    return ModelData(vocab, pairs, specials, pattern, ranks=bool(unmade))
 
 
 def _read_ranks(path: Path) -> dict[bytes, int]:

@@ -22,6 +22,7 @@ from ..count import (
     count_texts,
 )
 from ..encoding import Tokenizer
+from ..patterns import Pattern
 from ..sources import Inputs, expand_inputs
 from .plan import Plan, plan, with_superword
 from .shaping import Shaping
@@ -48,7 +49,7 @@ def train_with_report(
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
-    pattern: str | None = None,
+    pattern: Pattern | None = None,
     num_threads: int | None = None,
     errors: str = "replace",
     progress: bool | None = None,
@@ -60,7 +61,7 @@ def train_with_report(
     max_token_length: int | None = None,
     pad_vocab_to_multiple: int | None = None,
     superword_from: int | None = None,
-    superword_pattern: str | None = None,
+    superword_pattern: Pattern | None = None,
     superword_max_words: int | None = MAX_WORDS,
     superword_colon_space: bool = False,
 ) -> tuple[Tokenizer, TrainReport]:
@@ -78,7 +79,7 @@ def train_with_report(
     bar = Bar(show, sum(src.size for src in sources), "reading", divisor=1024)
     start = time.perf_counter()
 
-    def count(pattern: str, progress: Callable[[int], object], stats: CountStats) -> WordCounts:
+    def count(pattern: Pattern, progress: Callable[[int], object], stats: CountStats) -> WordCounts:
         return count_ranges(
             [(src, 0, None) for src in sources],
             special_tokens=run.special_tokens,
@@ -111,7 +112,7 @@ def train(
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
-    pattern: str | None = None,
+    pattern: Pattern | None = None,
     num_threads: int | None = None,
     errors: str = "replace",
     progress: bool | None = None,
@@ -123,7 +124,7 @@ def train(
     max_token_length: int | None = None,
     pad_vocab_to_multiple: int | None = None,
     superword_from: int | None = None,
-    superword_pattern: str | None = None,
+    superword_pattern: Pattern | None = None,
     superword_max_words: int | None = MAX_WORDS,
     superword_colon_space: bool = False,
 ) -> Tokenizer:
@@ -185,7 +186,7 @@ def train_from_iterator(
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
-    pattern: str | None = None,
+    pattern: Pattern | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
     continue_from: ContinueFrom = None,
@@ -193,7 +194,7 @@ def train_from_iterator(
     max_token_length: int | None = None,
     pad_vocab_to_multiple: int | None = None,
     superword_from: int | None = None,
-    superword_pattern: str | None = None,
+    superword_pattern: Pattern | None = None,
     superword_max_words: int | None = MAX_WORDS,
     superword_colon_space: bool = False,
 ) -> Tokenizer:
@@ -216,7 +217,7 @@ def train_from_iterator(
             "a list, or an iterable whose iter() starts over"
         )
 
-    def count(pattern: str, progress: Callable[[int], object], stats: CountStats) -> WordCounts:
+    def count(pattern: Pattern, progress: Callable[[int], object], stats: CountStats) -> WordCounts:
         return count_texts(
             texts,
             special_tokens=run.special_tokens,
@@ -237,7 +238,7 @@ def train_from_dataset(
     special_tokens: Iterable[str] | None = None,
     *,
     column: str = "text",
-    pattern: str | None = None,
+    pattern: Pattern | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
     continue_from: ContinueFrom = None,
@@ -245,7 +246,7 @@ def train_from_dataset(
     max_token_length: int | None = None,
     pad_vocab_to_multiple: int | None = None,
     superword_from: int | None = None,
-    superword_pattern: str | None = None,
+    superword_pattern: Pattern | None = None,
     superword_max_words: int | None = MAX_WORDS,
     superword_colon_space: bool = False,
 ) -> Tokenizer:
@@ -261,7 +262,7 @@ def train_from_dataset(
         run, superword_from, superword_pattern, superword_max_words, superword_colon_space
     )
 
-    def count(pattern: str, progress: Callable[[int], object], stats: CountStats) -> WordCounts:
+    def count(pattern: Pattern, progress: Callable[[int], object], stats: CountStats) -> WordCounts:
         return count_dataset(
             dataset,
             column=column,
@@ -277,7 +278,7 @@ def train_from_dataset(
 
 
 def _count_and_merge(
-    count: Callable[[str, Callable[[int], object], CountStats], WordCounts],
+    count: Callable[[Pattern, Callable[[int], object], CountStats], WordCounts],
     run: Plan,
     progress: tuple[bool | None, str],
     num_threads: int | None,
@@ -308,7 +309,7 @@ def train_from_counts(
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
-    pattern: str | None = None,
+    pattern: Pattern | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
     continue_from: ContinueFrom = None,
@@ -342,7 +343,7 @@ def train_from_counts_with_report(
     vocab_size: int,
     special_tokens: Iterable[str] | None = None,
     *,
-    pattern: str | None = None,
+    pattern: Pattern | None = None,
     num_threads: int | None = None,
     progress: bool | None = None,
     continue_from: ContinueFrom = None,

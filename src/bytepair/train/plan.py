@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from .._checks import MAX_TOKEN_ID, check_special_tokens
 from ..encoding import Tokenizer
 from ..loading import load
-from ..patterns import resolve_pattern
+from ..patterns import Pattern, resolve_pattern
 from .shaping import Shaping, reserved_tokens
 from .superword import Superword
 
@@ -27,7 +27,7 @@ class Plan:
     """What the stages need: special tokens, pattern, merges in all, merges to start from."""
 
     special_tokens: list[str]
-    pattern: str
+    pattern: Pattern
     num_merges: int
     base: Tokenizer | None = None
     #: The base's merges as core ids (merge i makes 256 + i).
@@ -41,7 +41,7 @@ class Plan:
 def plan(
     vocab_size: int,
     special_tokens: Iterable[str] | None,
-    pattern: str | None,
+    pattern: Pattern | None,
     continue_from: Tokenizer | str | os.PathLike[str] | None = None,
     shaping: Shaping | None = None,
 ) -> Plan:
@@ -86,7 +86,7 @@ def check_vocab_size(vocab_size: int) -> None:
 def with_superword(
     run: Plan,
     start: int | None,
-    pattern: str | None,
+    pattern: Pattern | None,
     max_words: int | None,
     colon_space: bool,
 ) -> Plan:

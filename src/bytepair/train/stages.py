@@ -17,6 +17,7 @@ from .._core import train_bpe
 from .._progress import Bar
 from ..count import DEFAULT_CHUNK_SIZE, CountStats, WordCounts
 from ..encoding import Tokenizer
+from ..patterns import Pattern
 from .plan import Plan, layout
 from .shaping import Shaping, stop_reason
 
@@ -138,7 +139,7 @@ def merge_stage(
 
 def merge_two_stages(
     counts: WordCounts,
-    count: Callable[[str, Callable[[int], object], CountStats], WordCounts],
+    count: Callable[[Pattern, Callable[[int], object], CountStats], WordCounts],
     run: Plan,
     report: TrainReport,
     show: bool,

@@ -18,12 +18,13 @@ from ..patterns import (
     GPT2_SUPERWORD_PATTERN,
     GPT4_SUPERWORD_PATTERN,
     O200K_PATTERN,
+    Pattern,
     resolve_pattern,
 )
 
 #: The second stage's pattern after each preset of the first: numbers split as the first splits
 #: them, so the first stage's merges on numbers apply unchanged.
-SECOND_PATTERN = {
+SECOND_PATTERN: dict[Pattern, Pattern] = {
     GPT2_PATTERN: GPT2_SUPERWORD_PATTERN,
     CL100K_PATTERN: GPT4_SUPERWORD_PATTERN,
     O200K_PATTERN: GPT4_SUPERWORD_PATTERN,
@@ -39,8 +40,8 @@ class Superword:
 
     #: Merges made before the second stage (SuperBPE's transition point, in merges).
     start: int
-    #: The second stage's pattern (a regex).
-    pattern: str
+    #: The second stage's pattern.
+    pattern: Pattern
     #: A token of more words (runs of bytes other than the space) is never made; None: no limit.
     max_words: int | None = MAX_WORDS
     #: Whether a token may hold ": ".
@@ -50,8 +51,8 @@ class Superword:
     def of(
         cls,
         start: int | None,
-        first_pattern: str,
-        pattern: str | None = None,
+        first_pattern: Pattern,
+        pattern: Pattern | None = None,
         max_words: int | None = MAX_WORDS,
         colon_space: bool = False,
     ) -> Superword | None:
