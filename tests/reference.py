@@ -70,8 +70,25 @@ def pretokenize(text: str, pattern: Pattern = GPT2_PATTERN) -> list[str]:
     """
     pieces = [text] if text else []
     for step in (pattern,) if isinstance(pattern, str) else pattern:
-        one, behavior, invert = (step, "Isolated", False) if isinstance(step, str) else step
-        pieces = [p for piece in pieces for p in _split(piece, one, behavior, invert)]
+        if isinstance(step, str):
+            pieces = [p for piece in pieces for p in _isolated(piece, step)]
+        else:
+            pieces = [p for piece in pieces for p in _split(piece, *step)]
+    return pieces
+
+
+def _isolated(text: str, pattern: str) -> list[str]:
+    """`_split(text, pattern, "Isolated", False)`, the common case, in fewer steps."""
+    pieces = []
+    last = 0
+    for match in regex.finditer(pattern, text):
+        if last < match.start():
+            pieces.append(text[last : match.start()])
+        if match.start() < match.end():
+            pieces.append(match.group())
+        last = match.end()
+    if last < len(text):
+        pieces.append(text[last:])
     return pieces
 
 
