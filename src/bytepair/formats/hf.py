@@ -1,9 +1,11 @@
-"""HF `tokenizer.json` (docs/spec.md §3.4): BPE model, pre-tokenizer Sequence[Split(regex,
-Isolated), ByteLevel(use_regex=false)], ByteLevel decoder, special tokens as `added_tokens`;
-merges written "a b" (every `tokenizers` reads that), read in both spellings. Byte-level BPE
-files of that shape (Llama-3's, GPT-2's ByteLevel-only one) load with their own pattern, others
-are refused naming the part; `hf_regex` writes each pattern in a form HF's Oniguruma reads alike.
-transformers' `tokenizer_config.json` and `special_tokens_map.json` go beside it (`hf_config.py`).
+"""HF `tokenizer.json` (docs/spec.md §3.4): BPE model, an optional NFC/NFKC normalizer,
+pre-tokenizer Sequence[Split(regex, behaviour, invert)..., ByteLevel(use_regex=false)], the
+template as a post-processor, ByteLevel decoder, special tokens as `added_tokens` with their
+options; merges written "a b" (every `tokenizers` reads that), read in both spellings. The
+byte-level BPE files of open models load as shipped (normalizers, Split/Digits/ByteLevel
+sequences, added-token options, templates, `ignore_merges`); other parts are refused naming
+them; `hf_regex` writes each pattern in a form HF's Oniguruma reads alike. transformers'
+`tokenizer_config.json` and `special_tokens_map.json` go beside it (`hf_config.py`).
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ def render(data: ModelData) -> dict[str, str]:
         {"id": i, "content": t} | _flags(data.added_tokens.get(t, PLAIN))
         for t, i in data.special_tokens.items()
     ]
-    gpt2_vocab_json(data, "tokenizer.json")  # HF loses a special token written as a token is
+    # HF loses a special token spelt as another token's GPT-2 form: refuse it
+    gpt2_vocab_json(data, "tokenizer.json")
     plain = ModelData(data.plain_tokens(), data.merges)
     merges = every_split(plain.vocab) if data.bpe == "tiktoken" else data.merges
     refuse_unmatched_specials(data, "tokenizer.json", options=False)
