@@ -468,6 +468,24 @@ def gigatoken_tokenizer(enc):
     return gigatoken.Tokenizer.from_tiktoken(path, pretokenizer=PRESETS[enc.name])
 
 
+def gigatoken_calls(gt, threads: int):
+    """(encode, flatten) of a gigatoken tokenizer: a batch into its awkward ragged array, as
+    flat numpy ids and lengths; then (ids, offsets) as bytepair's batch call gives them."""
+    import awkward as ak
+    import numpy as np
+
+    def encode(docs):
+        out = gt.encode_batch(docs, parallel=threads > 1)
+        return ak.to_numpy(ak.flatten(out)), ak.to_numpy(ak.num(out))
+
+    def flat(out):
+        offsets = np.zeros(len(out[1]) + 1, np.int64)
+        np.cumsum(out[1], out=offsets[1:])
+        return out[0], offsets
+
+    return encode, flat
+
+
 def load_bytepair_named(encoding: str):
     """bytepair's tokenizer of a tiktoken encoding, as a user gets it: the named preset."""
     from bytepair import load

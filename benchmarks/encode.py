@@ -44,6 +44,7 @@ from common import (
     doc_sums,
     emit,
     encodings_of,
+    gigatoken_calls,
     gigatoken_tokenizer,
     load_bytepair_named,
     load_docs,
@@ -102,21 +103,10 @@ def matrix_encoder(tool: str, encoding: str, threads: int) -> tuple:
         enc = tiktoken.get_encoding(encoding)
         return (lambda docs: enc.encode_ordinary_batch(docs, num_threads=threads)), pack_lists
     if tool == "gigatoken":
-        import awkward as ak
         import tiktoken
 
         gt = gigatoken_tokenizer(tiktoken.get_encoding(encoding))
-
-        def gt_encode(docs):
-            out = gt.encode_batch(docs, parallel=threads > 1)  # awkward ragged array
-            return ak.to_numpy(ak.flatten(out)), ak.to_numpy(ak.num(out))
-
-        def gt_flat(out):
-            offs = np.zeros(len(out[1]) + 1, np.int64)
-            np.cumsum(out[1], out=offs[1:])
-            return out[0], offs
-
-        return gt_encode, gt_flat
+        return gigatoken_calls(gt, threads)
     if tool == "toktok":
         import toktok
 

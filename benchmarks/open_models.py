@@ -53,6 +53,7 @@ from common import (
     describe_env,
     doc_sums,
     emit,
+    gigatoken_calls,
     load_docs,
     peak_rss_mb,
     pin_to_one_core,
@@ -183,24 +184,13 @@ def encoder(name: str, family: Family, path: Path, threads: int) -> tuple:
 
         return ft_encode, same
     if name == "gigatoken":
-        import awkward as ak
         import gigatoken
 
         if family.kind == "ranks":
             gt = gigatoken.Tokenizer.from_tiktoken(str(path), pretokenizer=family.gigatoken)
         else:
             gt = gigatoken.Tokenizer(str(path))
-
-        def gt_encode(docs):
-            out = gt.encode_batch(docs, parallel=threads > 1)  # awkward ragged array
-            return ak.to_numpy(ak.flatten(out)), ak.to_numpy(ak.num(out))
-
-        def gt_flat(out):
-            offs = np.zeros(len(out[1]) + 1, np.int64)
-            np.cumsum(out[1], out=offs[1:])
-            return out[0], offs
-
-        return gt_encode, gt_flat
+        return gigatoken_calls(gt, threads)
     if name == "tuetoken":
         from tuetoken import Tokenizer
 
