@@ -153,16 +153,14 @@ impl Pretokenizer {
     }
 
     /// Whether every character of every text is in some pretoken (nothing between matches is
-    /// dropped); false where that is not known.
+    /// dropped): the hand-written scanners' patterns all end in alternatives that match any
+    /// character; a compiled pattern knows; false where that is not known.
     fn is_total(&self) -> bool {
-        let preset = match self {
-            Self::Gpt2 => GPT2_PATTERN,
-            Self::Cl100k => CL100K_PATTERN,
-            Self::O200k => O200K_PATTERN,
-            Self::Regex(Custom::Compiled(c)) => return c.total(),
-            _ => return false,
-        };
-        Compiled::new(preset).is_ok_and(|c| c.total())
+        match self {
+            Self::Regex(Custom::Compiled(c)) => c.total(),
+            Self::Regex(_) => false,
+            _ => true,
+        }
     }
 
     /// Whether `can_cut_before` allows any cut at all (a pattern on fancy-regex allows none).

@@ -12,10 +12,6 @@ use crate::pretokenize::{Behavior, Piece, Pretokenizer, Specials, Split};
 /// split) or a `(regex, behavior, invert)` triple (HF's `Split`).
 pub(super) fn pretokenizer_of(pattern: &Bound<'_, PyAny>) -> PyResult<Pretokenizer> {
     if let Ok(regex) = pattern.extract::<String>() {
-        let preset = Pretokenizer::new(&regex).map_err(pretokenize_err)?;
-        if !matches!(preset, Pretokenizer::Regex(_)) {
-            return Ok(preset); // a hand-written scanner: nothing is left unmatched
-        }
         return Pretokenizer::sequence(&[isolated(regex)]).map_err(pretokenize_err);
     }
     let mut splits = Vec::new();
